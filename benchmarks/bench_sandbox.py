@@ -1,0 +1,86 @@
+"""Sandbox cost: per-evaluation overhead of the warm pool vs a fresh `python -c`, and pool throughput.
+
+Run:  python3 benchmarks/bench_sandbox.py [--n 200]
+Prints a small table; nothing is asserted (speed goals are read, not tested).
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+
+from evoforge.sandbox import EvalRequest, SandboxPool
+
+TRIVIAL = "import numpy as np\n\ndef solve():\n    return float(np.float64(1.0))\n"
+# about 20-30 ms of single-threaded numpy work: the kind of program the search evaluates
+WORK = (
+    "import numpy as np\n\ndef solve():\n    rng = np.random.default_rng(0)\n    a = rng.random((300, 300))\n"
+    "    for _ in range(6):\n        a = a @ a\n        a /= np.abs(a).max()\n    return float(a.sum())\n"
+)
+
+
+def fresh_interpreter(imports: str, n: int) -> float:
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", f"{imports}; print(1)"], check=True, stdout=subprocess.DEVNULL)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def sequential(pool: SandboxPool, code: str, n: int) -> tuple[float, float]:
+    """Median host round trip per evaluation, and median time the child itself reported."""
+    host, child = [], []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        res = pool.run_many([EvalRequest(code=code, timeout=30)])[0]
+        host.append(time.perf_counter() - t0)
+        child.append(res.wall_time)
+        assert res.status.value == "ok", res.error
+    return statistics.median(host), statistics.median(child)
+
+
+def throughput(workers: int, code: str, n: int) -> float:
+    with SandboxPool(workers=workers) as pool:
+        pool.run_many([EvalRequest(code=code)] * workers)  # warm up
+        t0 = time.perf_counter()
+        res = pool.run_many([EvalRequest(code=code, timeout=60) for _ in range(n)])
+        elapsed = time.perf_counter() - t0
+    assert all(r.status.value == "ok" for r in res)
+    return n / elapsed
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=200, help="evaluations per measurement")
+    args = ap.parse_args()
+    n = args.n
+    rows: list[tuple[str, str]] = []
+    rows.append(("fresh `python -c 'import numpy'` (median)", f"{fresh_interpreter('import numpy', 10) * 1e3:8.1f} ms"))
+    rows.append(("fresh `python -c` numpy+scipy.optimize (median)", f"{fresh_interpreter('import numpy, scipy.optimize', 10) * 1e3:8.1f} ms"))
+    t0 = time.perf_counter()
+    with SandboxPool(workers=1) as pool:
+        start = time.perf_counter() - t0
+        pool.run_many([EvalRequest(code=TRIVIAL)])
+        host, child = sequential(pool, TRIVIAL, n)
+        work_host, work_child = sequential(pool, WORK, max(20, n // 10))
+        features = pool.features
+    rows.append(("pool start (1 worker, numpy+scipy preloaded)", f"{start * 1e3:8.1f} ms"))
+    rows.append(("sandbox, trivial numpy program: host round trip", f"{host * 1e3:8.1f} ms"))
+    rows.append(("sandbox, trivial numpy program: child wall time", f"{child * 1e3:8.1f} ms"))
+    rows.append(("program doing ~25 ms of numpy: host round trip", f"{work_host * 1e3:8.1f} ms"))
+    rows.append(("program doing ~25 ms of numpy: child wall time", f"{work_child * 1e3:8.1f} ms"))
+    for w in (1, 2):
+        rows.append((f"throughput, trivial program, {w} worker(s)", f"{throughput(w, TRIVIAL, n):8.1f} evals/s"))
+    for w in (1, 2):
+        rows.append((f"throughput, ~25 ms program, {w} worker(s)", f"{throughput(w, WORK, max(20, n // 4)):8.1f} evals/s"))
+    width = max(len(k) for k, _ in rows)
+    print(f"sandbox: uid={features['uid']} network={features['network']} landlock_abi={features['landlock_abi']}")
+    for k, v in rows:
+        print(f"{k:<{width}}  {v}")
+
+
+if __name__ == "__main__":
+    main()

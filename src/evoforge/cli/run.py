@@ -1,0 +1,210 @@
+"""`evoforge run`, `resume`, `show` and `config`: the main job and what a person sees of it."""
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from evoforge.cli.errors import user_errors
+
+console = Console(stderr=True)
+RUN_DB = "run.db"
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run")(run)
+    app.command("resume")(resume)
+    app.command("show")(show)
+    app.command("config")(config)
+
+
+def run(
+    task: str = typer.Argument(..., help="built-in task name (see `evoforge tasks`) or a task directory"),
+    config_file: Optional[Path] = typer.Option(None, "--config", help="YAML/TOML config file"),
+    backend: Optional[str] = typer.Option(None, help="builtin (default, model-free mutation operator) | openai | hf"),
+    base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1"),
+    model: Optional[str] = typer.Option(None, help="model name (openai) or local path (hf)"),
+    budget: Optional[int] = typer.Option(None, help="sandbox evaluations [default: 2000]"),
+    time_limit: Optional[float] = typer.Option(None, help="stop after this many seconds"),
+    seed: Optional[int] = typer.Option(None, help="random seed [default: 0]"),
+    run_dir: Optional[Path] = typer.Option(None, help="where the run lives [default: runs/TASK-TIME]"),
+    selector: Optional[str] = typer.Option(None, help="map-elites | puct | pacevolve | best-of-n | greedy"),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", "-B", help="parents per step [32; builtin 8]"),
+    n: Optional[int] = typer.Option(None, "-n", help="responses per prompt [16; builtin 4]"),
+    workers: Optional[int] = typer.Option(None, help="parallel sandbox workers [default: 2]"),
+    env: Optional[str] = typer.Option(None, help="dynamic (default) | static (always prompt from the initial program)"),
+    train: bool = typer.Option(False, "--train", help="test-time RL on the model's own attempts"),
+    adapter: Optional[str] = typer.Option(None, help="hf backend: load this trained LoRA adapter"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no live display"),
+) -> None:
+    """Evolve programs for TASK until the budget is spent; the run directory shows the result."""
+    with user_errors():
+        from evoforge.engine.config import build_config, load_config_file
+
+        data = load_config_file(config_file) if config_file else {}
+        if train and data.get("train") is None:
+            data["train"] = {}
+        if adapter:
+            data.setdefault("backend", {}).setdefault("options", {})["adapter"] = adapter
+        cfg = build_config(data, task=task, backend=backend, base_url=base_url, model=model, budget=budget,
+                           time_limit=time_limit, seed=seed, selector=selector, batch_size=batch_size, n=n,
+                           workers=workers, env=env)
+        directory = run_dir or Path("runs") / f"{Path(task).name}-{time.strftime('%Y%m%d-%H%M%S')}"
+        if (directory / RUN_DB).exists():
+            raise UserError(f"{directory} already holds a run; continue it with `evoforge resume {directory}`")
+        _execute(cfg, directory, quiet)
+
+
+def resume(
+    run_dir: Path = typer.Argument(..., help="the run directory to continue"),
+    budget: Optional[int] = typer.Option(None, help="raise the evaluation budget"),
+    time_limit: Optional[float] = typer.Option(None, help="stop after this many seconds"),
+    quiet: bool = typer.Option(False, "--quiet", "-q"),
+) -> None:
+    """Continue a run (after a crash or kill) with its own config; nothing evaluated is redone."""
+    with user_errors():
+        from evoforge.database.store import RunStore
+        from evoforge.engine.config import build_config
+
+        store = _open_store(run_dir)
+        saved = store.get_meta("config")
+        store.close()
+        if saved is None:
+            raise UserError(f"{run_dir} has no finished start; run it again with `evoforge run`")
+        saved["time_limit"] = None  # a limit counts from each start
+        cfg = build_config(saved, budget=budget, time_limit=time_limit)
+        _execute(cfg, run_dir, quiet)
+
+
+def show(
+    run_dir: Path = typer.Argument(..., help="a run directory"),
+    as_json: bool = typer.Option(False, "--json", help="one JSON object"),
+) -> None:
+    """Best score, best program, counts per class and the score over evaluations."""
+    with user_errors():
+        from evoforge.engine.outputs import BEST_PROGRAM, summary
+
+        store = _open_store(run_dir)
+        try:
+            info = summary(store)
+            info["run_dir"] = str(run_dir)
+            info["score_over_evaluations"] = _best_curve(store, info.get("direction") or "max")
+        finally:
+            store.close()
+        if as_json:
+            print(json.dumps(info))
+            return
+        out = Console()
+        table = Table(show_header=False, box=None)
+        for key in ("task", "best_score", "initial_score", "evaluated", "children", "steps"):
+            table.add_row(key, str(info.get(key)))
+        table.add_row("classes", ", ".join(f"{k} {v}" for k, v in sorted(info["classes"].items())))
+        out.print(table)
+        curve = info["score_over_evaluations"]
+        if curve:
+            out.print("best score over evaluations: " + "  ".join(f"{e}:{s:.6g}" for e, s in curve[-8:]))
+        best = Path(run_dir) / BEST_PROGRAM
+        if best.is_file():
+            out.rule(f"best program ({best})")
+            out.print(best.read_text(), markup=False, highlight=False)
+
+
+def config() -> None:
+    """Print every config key with its default (a starting point for --config)."""
+    from evoforge.engine.config import dump_defaults
+
+    print(dump_defaults())
+
+
+class UserError(Exception):
+    pass
+
+
+def _open_store(run_dir: Path) -> Any:
+    from evoforge.database.store import RunStore
+
+    if not (Path(run_dir) / RUN_DB).is_file():
+        raise UserError(f"{run_dir} is not a run directory (no {RUN_DB})")
+    return RunStore(Path(run_dir) / RUN_DB)
+
+
+def _best_curve(store: Any, direction: str) -> list[tuple[int, float]]:
+    """(evaluation number, best score so far) at each improvement."""
+    best = None
+    curve = []
+    for i, (_, score, cls) in enumerate(store.score_history(), start=1):
+        if cls == "evaluated" and score is not None:
+            if best is None or (score > best if direction == "max" else score < best):
+                best = score
+                curve.append((i, score))
+    return curve
+
+
+def _execute(cfg: Any, run_dir: Path, quiet: bool) -> None:
+    from evoforge.engine import Engine, StepStats
+
+    logging.basicConfig(level=logging.INFO, format="%(message)s", handlers=[_log_handler()])
+    display = _Display(cfg.budget, quiet)
+    engine = Engine(cfg, run_dir, on_step=display.update)
+    console.print(f"evoforge: task [bold]{engine.task.name}[/] ({engine.task.direction.value}), backend "
+                  f"{engine.backend.name}, selector {cfg.selector}, B={engine.batch_size} x n={engine.n}, "
+                  f"budget {cfg.budget} evaluations, run dir {run_dir}")
+    with display:
+        result = engine.run()
+    console.print(f"done: best {result['best_score']} (initial {result['initial_score']}) after "
+                  f"{result['evaluated']} evaluations; see {run_dir}/best_program.py, best.png, history.png")
+
+
+class _Display:
+    """A live panel on a terminal; one line per step otherwise (logs, CI)."""
+
+    def __init__(self, budget: int, quiet: bool):
+        self.budget = budget
+        self.quiet = quiet
+        self.live_mode = console.is_terminal and not quiet
+        self.live: Live | None = None
+        self.totals: dict[str, int] = {}
+        self.last_line = 0.0
+
+    def __enter__(self) -> "_Display":
+        if self.live_mode:
+            self.live = Live(Table(), console=console, refresh_per_second=4)
+            self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.live is not None:
+            self.live.__exit__(*exc)
+
+    def update(self, s: Any) -> None:
+        for k, v in s.classes.items():
+            self.totals[k] = self.totals.get(k, 0) + v
+        hist = "  ".join(f"{k}:{v}" for k, v in sorted(self.totals.items()))
+        if self.live is not None:
+            t = Table(title="evoforge", show_header=False)
+            t.add_row("step", str(s.step))
+            t.add_row("evaluations", f"{s.evaluated} / {self.budget}")
+            t.add_row("children/s", f"{s.children_per_second:.1f}")
+            t.add_row("best score", f"{s.best_score}")
+            t.add_row("classes", hist)
+            if s.train_metrics:
+                t.add_row("train", "  ".join(f"{k}={v:.4g}" for k, v in s.train_metrics.items()))
+            self.live.update(t)
+        elif not self.quiet and (time.monotonic() - self.last_line > 2.0 or s.improved):
+            self.last_line = time.monotonic()
+            console.print(f"step {s.step}  evals {s.evaluated}/{self.budget}  {s.children_per_second:.1f} "
+                          f"children/s  best {s.best_score}  [{hist}]", highlight=False)
+
+
+def _log_handler() -> logging.Handler:
+    from rich.logging import RichHandler
+
+    return RichHandler(console=console, show_time=False, show_path=False)

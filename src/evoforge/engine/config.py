@@ -1,0 +1,135 @@
+"""One typed config for a run: every default visible (`evoforge config`), validated with clear errors."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+
+class ConfigError(ValueError):
+    """A config the user wrote is wrong; the message is one readable line per problem."""
+
+
+class BackendConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field("builtin", description="builtin (model-free mutation operator) | openai | hf | scripted")
+    base_url: Optional[str] = Field(None, description="openai: server URL, e.g. http://127.0.0.1:8000/v1")
+    model: Optional[str] = Field(None, description="openai: model name; hf: local path (or 'smollm2')")
+    api_key_env: str = Field("OPENAI_API_KEY", description="environment variable holding the API key")
+    options: dict[str, Any] = Field(default_factory=dict, description="extra backend options")
+
+
+class PromptConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    edit_mode: Literal["diff", "full"] = Field("diff", description="SEARCH/REPLACE diffs or full rewrites")
+    show_inspirations: bool = Field(False, description="ThetaEvolve default is parent-only prompts")
+    template_dir: Optional[str] = Field(None, description="directory overriding the prompt templates")
+
+
+class RunConfig(BaseModel):
+    """Everything that defines a run. Paper defaults (ThetaEvolve) unless noted."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task: str = Field("circle-packing-26", description="built-in task name or task directory")
+    backend: BackendConfig = Field(default_factory=BackendConfig)
+    budget: int = Field(2000, gt=0, description="sandbox evaluations before the run stops")
+    time_limit: Optional[float] = Field(None, gt=0, description="wall-clock seconds before the run stops")
+    max_steps: Optional[int] = Field(None, gt=0, description="steps before the run stops")
+    batch_size: Optional[int] = Field(
+        None, gt=0, description="B parents per step (default: 32, or the backend's preference)"
+    )
+    n: Optional[int] = Field(None, gt=0, description="responses per prompt (default: 16, or the backend's)")
+    temperature: float = Field(1.0, ge=0)
+    max_tokens: int = Field(16384, gt=0)
+    seed: int = 0
+    selector: str = Field("map-elites", description="map-elites | puct | pacevolve | best-of-n | greedy")
+    selector_options: dict[str, Any] = Field(default_factory=dict, description="e.g. {size: large}")
+    env: Literal["dynamic", "static"] = Field(
+        "dynamic", description="dynamic: prompts from the evolving database; static: always from the initial program"
+    )
+    workers: int = Field(2, gt=0, description="sandbox processes evaluating in parallel")
+    eval_timeout: Optional[float] = Field(None, gt=0, description="seconds per evaluation (default: the task's)")
+    prompt: PromptConfig = Field(default_factory=PromptConfig)
+    train: Optional[dict[str, Any]] = Field(None, description="test-time RL (evoforge.rl.TrainConfig fields)")
+    picture_interval: float = Field(10.0, ge=0, description="seconds between picture refreshes")
+
+    @model_validator(mode="after")
+    def _check(self) -> "RunConfig":
+        if self.env == "static" and self.selector not in ("map-elites", "best-of-n"):
+            raise ValueError("env 'static' always prompts from the initial program; leave selector unset")
+        return self
+
+
+def format_validation_error(exc: ValidationError) -> str:
+    lines = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "config"
+        lines.append(f"{where}: {err['msg']}")
+    return "; ".join(lines)
+
+
+def load_config_file(path: str | Path) -> dict[str, Any]:
+    """Read a YAML, TOML or JSON config file into a dict (clear error on a bad file)."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"config file not found: {p}")
+    text = p.read_text()
+    try:
+        if p.suffix in (".yaml", ".yml"):
+            import yaml
+
+            data = yaml.safe_load(text) or {}
+        elif p.suffix == ".toml":
+            try:
+                import tomllib
+            except ModuleNotFoundError:  # Python 3.10
+                import tomli as tomllib
+            data = tomllib.loads(text)
+        elif p.suffix == ".json":
+            data = json.loads(text)
+        else:
+            raise ConfigError(f"config file must be .yaml, .yml, .toml or .json: {p}")
+    except ConfigError:
+        raise
+    except Exception as exc:  # yaml/toml/json syntax errors
+        raise ConfigError(f"cannot parse {p}: {exc}".splitlines()[0]) from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{p}: the top level must be a mapping of config keys")
+    return data
+
+
+def build_config(file_data: dict[str, Any] | None = None, **overrides: Any) -> RunConfig:
+    """File values, then command-line overrides (None means 'not given')."""
+    data: dict[str, Any] = dict(file_data or {})
+    backend = dict(data.get("backend") or {})
+    for key in ("base_url", "model"):
+        if overrides.get(key) is not None:
+            backend[key] = overrides.pop(key)
+        overrides.pop(key, None)
+    if overrides.get("backend") is not None:
+        backend["name"] = overrides.pop("backend")
+    overrides.pop("backend", None)
+    if backend:
+        data["backend"] = backend
+    data.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError("invalid config: " + format_validation_error(exc)) from None
+
+
+def dump_defaults() -> str:
+    """The documented default config, as YAML with descriptions."""
+    import yaml
+
+    lines = ["# evoforge run config (all keys optional; these are the defaults)"]
+    for name, field in RunConfig.model_fields.items():
+        if field.description:
+            lines.append(f"# {name}: {field.description}")
+    lines.append(yaml.safe_dump(RunConfig().model_dump(), sort_keys=False))
+    return "\n".join(lines)

@@ -1,0 +1,59 @@
+"""Config values -> components. The only place that knows which registry serves which key."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evoforge.database.base import SELECTORS, Selector
+from evoforge.engine.config import RunConfig
+from evoforge.llm.base import BACKENDS, Backend
+from evoforge.sandbox.base import Executor
+from evoforge.tasks.base import Task
+
+
+def make_task(name: str) -> Task:
+    from evoforge.tasks import get_task
+
+    return get_task(name)
+
+
+def make_backend(cfg: RunConfig, task: Task) -> Backend:
+    import evoforge.llm  # noqa: F401  (registers the backends)
+
+    b = cfg.backend
+    options: dict[str, Any] = dict(b.options)
+    if b.name == "openai":
+        if not b.base_url:
+            raise ValueError("backend openai needs --base-url (e.g. http://127.0.0.1:8000/v1)")
+        options.update(base_url=b.base_url, model=b.model or "default", api_key_env=b.api_key_env)
+    elif b.model is not None:
+        options.setdefault("model", b.model)
+    if b.name == "builtin":
+        options.setdefault("seed", cfg.seed)
+    return BACKENDS.get(b.name)(**options)
+
+
+def make_selector(cfg: RunConfig, task: Task, rng: np.random.Generator) -> Selector:
+    import evoforge.selectors  # noqa: F401  (registers the selectors)
+
+    name = "best-of-n" if cfg.env == "static" else cfg.selector
+    target = task.fitness(task.target) if task.target is not None else None
+    return SELECTORS.get(name)(rng=rng, target=target, **cfg.selector_options)
+
+
+def make_executor(cfg: RunConfig) -> Executor:
+    from evoforge.sandbox import SandboxPool
+
+    return SandboxPool(workers=min(cfg.workers, max(1, os.cpu_count() or 1) * 4))
+
+
+def make_learner(cfg: RunConfig, backend: Backend, run_dir: Path) -> Any:
+    if cfg.train is None:
+        return None
+    from evoforge.rl import TrainConfig
+    from evoforge.rl import make_learner as _make
+
+    return _make(TrainConfig(**cfg.train), backend)

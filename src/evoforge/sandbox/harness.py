@@ -1,0 +1,199 @@
+"""Child side: run the program (entry mode) or the evaluator on it, send back one result.
+
+Runs inside the forked, confined child. It writes exactly one header frame (JSON: status,
+error) and, on success, one value frame (JSON text, NaN/Infinity allowed) to the result
+pipe, then leaves with os._exit so nothing the program registered (atexit, threads) runs.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import sys
+import traceback
+import types
+from typing import Any, NoReturn
+
+from evoforge.sandbox.protocol import send_frame
+
+_HERE = __file__
+PROGRAM_FILE = "program.py"
+_MEMORY_HEADER = b'{"status": "memory", "error": "MemoryError: out of memory (address-space limit hit)"}'
+
+
+class ReturnValueError(Exception):
+    """The entry's return value cannot be sent back as JSON."""
+
+
+def _default(obj: Any) -> Any:
+    # Called by json for anything it does not know; numpy is optional in the child.
+    tolist = getattr(obj, "tolist", None)
+    if type(obj).__module__ == "numpy" and tolist is not None:
+        return tolist()  # complex entries come back here and fail below
+    kind = type(obj).__name__
+    if isinstance(obj, (types.GeneratorType, map, filter, zip, range)) or hasattr(obj, "__next__"):
+        raise ReturnValueError(f"{kind} is a lazy iterator; return a list instead")
+    raise ReturnValueError(f"a value of type {kind} cannot be sent back (use numbers, strings, lists, tuples, dicts, numpy arrays)")
+
+
+def encode_value(value: Any, limit: int) -> bytes:
+    """JSON-encode the return value: numpy arrays -> nested lists, numpy scalars -> numbers, NaN/inf kept."""
+    try:
+        data = json.dumps(value, default=_default, allow_nan=True, separators=(",", ":")).encode()
+    except ReturnValueError as exc:
+        raise ReturnValueError(f"return value not serialisable: {exc}") from None
+    except (TypeError, ValueError, RecursionError, OverflowError) as exc:
+        raise ReturnValueError(f"return value not serialisable: {type(exc).__name__}: {exc}") from None
+    if len(data) > limit:
+        raise ReturnValueError(f"return value too large ({len(data)} bytes encoded, limit {limit})")
+    return data
+
+
+def error_line(exc: BaseException, program_path: str) -> str:
+    """'Type: message (line N)' with N the deepest line of the program (or of any file) in the traceback."""
+    raw = exc.msg if isinstance(exc, SyntaxError) and exc.msg else str(exc)
+    msg = raw.strip().splitlines()[0] if raw.strip() else ""
+    text = f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
+    if len(text) > 300:
+        text = text[:297] + "..."
+    where = ""
+    if isinstance(exc, SyntaxError) and exc.lineno:
+        where = f" (line {exc.lineno})"
+    else:
+        for frame, lineno in traceback.walk_tb(exc.__traceback__):
+            name = frame.f_code.co_filename
+            if name == program_path:
+                where = f" (line {lineno})"
+            elif name != _HERE and not where.startswith(" (line"):
+                where = f" ({os.path.basename(name)}, line {lineno})"
+    return text + where
+
+
+def _print_traceback(exc: BaseException) -> None:
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename == _HERE:
+        tb = tb.tb_next
+    try:
+        traceback.print_exception(type(exc), exc, tb, file=sys.stderr)
+    except Exception:
+        pass
+
+
+def _fresh_stdio() -> None:
+    # The zygote's own sys.stdout may hold buffered bytes; the child writes to its pipes afresh.
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        raw = io.FileIO(fd, "w", closefd=False)
+        stream = io.TextIOWrapper(io.BufferedWriter(raw), encoding="utf-8", errors="backslashreplace", line_buffering=True)
+        setattr(sys, name, stream)
+        setattr(sys, f"__{name}__", stream)
+    sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8")
+
+
+def _load_program(code_obj: types.CodeType, path: str) -> types.ModuleType:
+    module = types.ModuleType("program")
+    module.__file__ = path
+    sys.modules["program"] = module
+    exec(code_obj, module.__dict__)
+    return module
+
+
+def _cascade(evaluator: types.ModuleType, program_path: str, thresholds: list[float]) -> Any:
+    """OpenEvolve semantics: stage1 -> stage2 -> stage3, stop when a stage scores below its threshold."""
+    if not hasattr(evaluator, "evaluate_stage1"):
+        return _as_dict(evaluator.evaluate(program_path))
+    merged: dict[str, Any] = {}
+    for i, name in enumerate(("evaluate_stage1", "evaluate_stage2", "evaluate_stage3")):
+        stage = getattr(evaluator, name, None)
+        if stage is None:
+            break
+        result = _as_dict(stage(program_path))
+        if not isinstance(result, dict):
+            return result
+        merged.update(result)
+        if i < len(thresholds) and _stage_score(result) < thresholds[i]:
+            break
+    return merged
+
+
+def _as_dict(result: Any) -> Any:
+    metrics = getattr(result, "metrics", None)  # OpenEvolve's EvaluationResult(metrics, artifacts)
+    return dict(metrics) if isinstance(metrics, dict) else result
+
+
+def _stage_score(result: dict[str, Any]) -> float:
+    if isinstance(result.get("combined_score"), (int, float)):
+        return float(result["combined_score"])
+    nums = [float(v) for v in result.values() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return sum(nums) / len(nums) if nums else 0.0
+
+
+def run_child(req: dict[str, Any], workdir: str, res_fd: int) -> NoReturn:
+    """Never returns. `req` is the request as sent by the host (plain JSON fields)."""
+    # bound now: the program may monkey-patch os/json, but cannot reach these locals
+    exit_ = os._exit
+    getpid = os.getpid
+    dumps = json.dumps
+    me = getpid()
+    program_path = os.path.join(workdir, PROGRAM_FILE)
+    header: dict[str, Any]
+    value_bytes = b""
+
+    def finish(head: dict[str, Any] | bytes, payload: bytes = b"") -> NoReturn:
+        if getpid() != me:  # a process the program forked got here: it must not answer
+            exit_(0)
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except BaseException:
+                pass
+        try:
+            send_frame(res_fd, head if isinstance(head, bytes) else dumps(head).encode())
+            if payload:
+                send_frame(res_fd, payload)
+        except BaseException:
+            exit_(3)
+        exit_(0)
+
+    try:
+        _fresh_stdio()
+        sys.argv = [program_path]
+        code = req["code"]
+        try:
+            code_obj = compile(code, program_path, "exec")
+        except (SyntaxError, ValueError) as exc:  # ValueError: null bytes in source
+            finish({"status": "syntax", "error": error_line(exc, program_path)})
+        if req.get("evaluator_path"):
+            # The zygote read the evaluator's source for us: the dropped uid may not be able to.
+            ev_path = os.path.abspath(req["evaluator_path"])
+            sys.path.insert(0, os.path.dirname(ev_path))
+            evaluator = types.ModuleType("evaluator")
+            evaluator.__file__ = ev_path
+            sys.modules["evaluator"] = evaluator
+            exec(compile(req["evaluator_source"], ev_path, "exec"), evaluator.__dict__)
+            value = _cascade(evaluator, program_path, list(req.get("cascade_thresholds") or ()))
+        else:
+            module = _load_program(code_obj, program_path)
+            entry = getattr(module, req.get("entry") or "solve", None)
+            if not callable(entry):
+                finish({"status": "crash", "error": f"program defines no function {req.get('entry') or 'solve'!r}"})
+            value = entry()
+        if getpid() != me:
+            exit_(0)
+        value_bytes = encode_value(value, int(req["max_result_bytes"]))
+        del value
+        header = {"status": "ok", "error": ""}
+    except MemoryError as exc:
+        try:
+            text = error_line(exc, program_path)
+            del exc
+            finish({"status": "memory", "error": f"{text} [memory limit {req.get('memory_mb')} MB]"})
+        except MemoryError:
+            finish(_MEMORY_HEADER)
+    except ReturnValueError as exc:
+        header = {"status": "crash", "error": str(exc)}
+    except SystemExit as exc:
+        header = {"status": "crash", "error": f"program called sys.exit({exc.code!r}) before returning a result"}
+    except BaseException as exc:
+        _print_traceback(exc)
+        header = {"status": "crash", "error": error_line(exc, program_path)}
+    finish(header, value_bytes)

@@ -1,0 +1,370 @@
+"""Host side: a pool of zygote slots that runs EvalRequests in parallel (implements Executor).
+
+Each slot owns one zygote process and, when the host is root, one dedicated unprivileged
+uid (claimed with a lock file, so two pools on one machine never share a uid). A slot that
+loses its zygote (killed, hung, crashed) cleans up after it and starts a new one on the next
+request: nothing a program does can take the pool down.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import pwd
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Sequence
+
+from evoforge.sandbox import limits, procs
+from evoforge.sandbox.base import EvalRequest, SandboxResult, Status
+from evoforge.sandbox.protocol import ChannelClosed, ChannelTimeout, read_frame, read_json, send_json
+
+log = logging.getLogger("evoforge.sandbox")
+
+DEFAULT_PRELOAD = ("numpy", "scipy", "scipy.optimize", "scipy.spatial", "scipy.linalg")
+UID_RANGE = range(61000, 62000)
+_SRC_DIR = str(Path(__file__).resolve().parents[2])  # the directory holding the evoforge package
+_ZYGOTE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "OPENBLAS_NUM_THREADS": "1",
+               "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+_warned: set[str] = set()
+
+
+class SandboxError(RuntimeError):
+    """The sandbox machinery itself failed (not the program): e.g. a worker could not start."""
+
+
+def _warn_once(msg: str) -> None:
+    if msg not in _warned:
+        _warned.add(msg)
+        log.warning(msg)
+
+
+def _lock_dir() -> str:
+    d = "/run/evoforge-sandbox" if os.path.isdir("/run") and os.access("/run", os.W_OK) else os.path.join("/tmp", "evoforge-sandbox-locks")
+    os.makedirs(d, mode=0o700, exist_ok=True)
+    return d
+
+
+def _claim_uid() -> tuple[int, int]:
+    """A free uid from UID_RANGE, held by an flock for as long as the returned fd is open."""
+    d = _lock_dir()
+    for uid in UID_RANGE:
+        try:
+            pwd.getpwuid(uid)
+            continue  # a real account: never ours to kill
+        except KeyError:
+            pass
+        fd = os.open(os.path.join(d, f"uid-{uid}.lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return uid, fd
+        except OSError:
+            os.close(fd)
+    raise SandboxError(f"no free sandbox uid in {UID_RANGE.start}-{UID_RANGE.stop - 1}")
+
+
+def kill_uid(uid: int) -> None:
+    """SIGKILL every process running as `uid`, from a forked child that takes that uid.
+
+    Forked rather than exec'd: the interpreter may live where `uid` cannot read it. The child
+    only makes syscalls, so forking a multi-threaded host is safe here.
+    """
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            for _ in range(3):  # kill(-1) reaches every process we may signal, except ourselves
+                os.kill(-1, signal.SIGKILL)
+        except BaseException:
+            pass
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+
+
+class Slot:
+    """One zygote and the uid its children run as."""
+
+    def __init__(self, index: int, cfg: dict[str, Any], start_timeout: float) -> None:
+        self.index = index
+        self.cfg = cfg
+        self.start_timeout = start_timeout
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.hello: dict[str, Any] = {}
+        self.restarts = -1
+
+    @property
+    def uid(self) -> int | None:
+        return self.cfg["uid"]
+
+    def start(self) -> None:
+        boot = f"import sys; sys.path.insert(0, {_SRC_DIR!r}); from evoforge.sandbox.zygote import main; main()"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-c", boot, json.dumps(self.cfg)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=dict(_ZYGOTE_ENV), start_new_session=True, close_fds=True,
+        )
+        self.restarts += 1
+
+    def wait_ready(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        try:
+            self.hello = read_json(self.proc.stdout.fileno(), time.monotonic() + self.start_timeout)["hello"]
+        except (ChannelClosed, ChannelTimeout, KeyError, ValueError, OSError) as exc:
+            self.stop()
+            raise SandboxError(f"sandbox worker {self.index} did not start: {exc}") from None
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def run(self, req: EvalRequest) -> SandboxResult:
+        msg = asdict(req)
+        msg["cascade_thresholds"] = list(req.cascade_thresholds)
+        if req.evaluator_path:
+            # Read here, as the host user: the sandbox uid may not be allowed to.
+            try:
+                msg["evaluator_source"] = Path(req.evaluator_path).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                return SandboxResult(Status.CRASH, error=f"cannot read evaluator: {exc}")
+            self._expose(os.path.dirname(os.path.abspath(req.evaluator_path)))
+        for attempt in (1, 2):
+            result = self._attempt(msg, req, retry_allowed=attempt == 1)
+            if result is not None:
+                return result
+        raise AssertionError("unreachable")
+
+    def _attempt(self, msg: dict[str, Any], req: EvalRequest, retry_allowed: bool) -> SandboxResult | None:
+        """One try; None means the zygote was already dead before the program started (safe to retry)."""
+        if not self.alive():
+            self.stop()
+            self.start()
+            self.wait_ready()
+        assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
+        rfd = self.proc.stdout.fileno()
+        child = None
+        t0 = time.monotonic()
+        # The zygote enforces the limit itself; this deadline only catches a zygote that stopped answering.
+        deadline = t0 + req.timeout + 15.0 + req.max_result_bytes / 20e6
+        try:
+            send_json(self.proc.stdin.fileno(), msg)
+            head = read_json(rfd, deadline)
+            if "started" in head:
+                child = int(head["started"])
+                head = read_json(rfd, deadline)
+            raw = read_frame(rfd, deadline) if head.get("status") == "ok" else b""
+        except (ChannelClosed, ChannelTimeout, OSError, KeyError, ValueError, TypeError) as exc:
+            self._lost(child)
+            if child is None and retry_allowed and not isinstance(exc, ChannelTimeout):
+                return None
+            hung = isinstance(exc, ChannelTimeout)
+            why = "stopped answering" if hung else "died"
+            return SandboxResult(Status.TIMEOUT if hung else Status.CRASH,
+                                 error=f"the sandbox worker {why} during the evaluation (did the program attack it?)",
+                                 wall_time=time.monotonic() - t0)
+        return _to_result(head, raw)
+
+    def _expose(self, folder: str) -> None:
+        """Make an evaluator's folder reachable for the dropped uid (restarts the zygote once per new folder)."""
+        if self.uid is None or folder in self.cfg["expose"] or not limits.plan_exposure([folder]):
+            return
+        self.cfg["expose"].append(folder)
+        self.stop()
+
+    def _lost(self, child: int | None) -> None:
+        """The zygote is gone or hung: end it, its child's group, and (root) every process of our uid."""
+        if child is not None:
+            procs.kill_group(child)
+        self.stop()
+        if self.uid is not None:
+            kill_uid(self.uid)
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        proc, self.proc = self.proc, None
+        for stream in (proc.stdin, proc.stdout):
+            try:
+                if stream:
+                    stream.close()
+            except OSError:
+                pass
+        try:
+            proc.wait(timeout=2)  # EOF on its stdin makes a healthy zygote clean up and leave
+        except subprocess.TimeoutExpired:
+            procs.kill_group(proc.pid)
+            proc.wait()
+        base = self.hello.get("base")
+        if base and os.path.isdir(base):
+            shutil.rmtree(base, ignore_errors=True)
+
+
+def _to_result(head: dict[str, Any], raw: bytes) -> SandboxResult:
+    status = Status(head["status"]) if head.get("status") in {s.value for s in Status} else Status.CRASH
+    value = None
+    error = str(head.get("error", ""))
+    if status is Status.OK:
+        try:
+            value = json.loads(raw)  # accepts NaN / Infinity
+        except (ValueError, RecursionError) as exc:
+            status, error = Status.CRASH, f"return value could not be decoded: {type(exc).__name__}"
+    return SandboxResult(status, value, error, str(head.get("stdout", "")), str(head.get("stderr", "")), float(head.get("wall_time", 0.0)))
+
+
+class SandboxPool:
+    """Runs EvalRequests in isolated processes, `workers` at a time. Context manager; close() is idempotent.
+
+    drop_privileges: run children under a per-slot unprivileged uid (default: when root).
+    isolate_network: give the workers a private network namespace (root, or user namespaces).
+    use_landlock: confine writes to the run's directory, deny TCP and outside signals (kernel permitting).
+    """
+
+    def __init__(self, workers: int = 2, *, drop_privileges: bool | None = None, isolate_network: bool = True,
+                 use_landlock: bool = True, preload: Sequence[str] = DEFAULT_PRELOAD, max_processes: int = 64,
+                 start_timeout: float = 60.0) -> None:
+        if workers < 1:
+            raise ValueError(f"workers must be >= 1, got {workers}")
+        root = os.geteuid() == 0
+        if drop_privileges is None:
+            drop_privileges = root
+        if drop_privileges and not root:
+            raise ValueError("drop_privileges=True needs root (run as root or leave it unset)")
+        self._lock_fds: list[int] = []
+        self.slots: list[Slot] = []
+        self._closed = False
+        try:
+            for i in range(workers):
+                uid = None
+                if drop_privileges:
+                    uid, fd = _claim_uid()
+                    self._lock_fds.append(fd)
+                cfg = dict(slot=i, uid=uid, gid=uid, isolate_network=isolate_network, preload=list(preload),
+                           max_processes=max_processes, use_landlock=use_landlock, expose=[])
+                self.slots.append(Slot(i, cfg, start_timeout))
+            for s in self.slots:
+                s.start()
+            for s in self.slots:
+                s.wait_ready()
+        except BaseException:
+            self.close()
+            raise
+        self._report_degraded(drop_privileges)
+        self._free: queue.Queue[Slot] = queue.Queue()
+        for s in self.slots:
+            self._free.put(s)
+        self._threads = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sandbox") if workers > 1 else None
+
+    def _report_degraded(self, dropped: bool) -> None:
+        h = self.slots[0].hello
+        if not dropped:
+            _warn_once("sandbox: no dedicated uid (not root, or drop_privileges=False): programs run as this user "
+                       "without capabilities; "
+                       "stray processes are found through the subreaper tree and a process-count watchdog")
+        if isinstance(h.get("network"), str) and not h["network"].startswith("namespace") and self.slots[0].cfg["isolate_network"]:
+            extra = " (Landlock still denies TCP)" if h.get("landlock_abi", 0) >= 4 else ""
+            _warn_once(f"sandbox: no network namespace available: {h['network']}{extra}")
+        if not h.get("landlock_abi"):
+            _warn_once("sandbox: Landlock unavailable: writes outside the run directory are only limited by file permissions")
+
+    @property
+    def workers(self) -> int:
+        return len(self.slots)
+
+    @property
+    def slot_uids(self) -> list[int | None]:
+        return [s.uid for s in self.slots]
+
+    @property
+    def features(self) -> dict[str, Any]:
+        """What the first worker reported: network, landlock_abi, uid, vm_mb (address space already used)."""
+        return dict(self.slots[0].hello)
+
+    def zygote_pids(self) -> list[int]:
+        return [s.proc.pid for s in self.slots if s.proc is not None]
+
+    def stray_processes(self) -> list[int]:
+        """Processes a program left behind: anything below a zygote or running as a slot uid (should be [])."""
+        found: set[int] = set()
+        for s in self.slots:
+            if s.proc is not None:
+                found.update(procs.descendants(s.proc.pid))
+            if s.uid is not None:
+                found.update(procs.processes_of_uid(s.uid))
+        return sorted(p for p in found if not procs.is_zombie(p))
+
+    def _run_on_free_slot(self, req: EvalRequest) -> SandboxResult:
+        slot = self._free.get()
+        try:
+            return slot.run(req)
+        except SandboxError as exc:
+            return SandboxResult(Status.CRASH, error=str(exc))
+        finally:
+            self._free.put(slot)
+
+    def _validate(self, req: EvalRequest) -> None:
+        if not isinstance(req, EvalRequest):
+            raise TypeError(f"expected an EvalRequest, got {type(req).__name__}")
+        if not isinstance(req.code, str):
+            raise ValueError(f"EvalRequest.code must be a str, got {type(req.code).__name__}")
+        if not (isinstance(req.entry, str) and req.entry.isidentifier()):
+            raise ValueError(f"EvalRequest.entry must be a function name, got {req.entry!r}")
+        if not req.timeout > 0 or not req.memory_mb > 0 or req.max_output_bytes < 0 or req.max_result_bytes <= 0:
+            raise ValueError(f"EvalRequest limits must be positive (timeout={req.timeout}, memory_mb={req.memory_mb}, "
+                             f"max_output_bytes={req.max_output_bytes}, max_result_bytes={req.max_result_bytes})")
+        base = int(self.slots[0].hello.get("vm_mb", 0))
+        if req.memory_mb < base + 64:
+            _warn_once(f"sandbox: memory_mb={req.memory_mb} leaves almost nothing above the {base} MB the warm worker "
+                       "already maps: programs will fail with MemoryError")
+
+    def run_many(self, requests: Sequence[EvalRequest]) -> list[SandboxResult]:
+        if self._closed:
+            raise SandboxError("the sandbox pool is closed")
+        for req in requests:
+            self._validate(req)
+        if self._threads is None or len(requests) <= 1:
+            return [self._run_on_free_slot(r) for r in requests]
+        return list(self._threads.map(self._run_on_free_slot, requests))
+
+    def run(self, request: EvalRequest) -> SandboxResult:
+        return self.run_many([request])[0]
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if getattr(self, "_threads", None) is not None:
+            self._threads.shutdown(wait=True)
+        for s in self.slots:
+            s.stop()
+        for fd in self._lock_fds:
+            os.close(fd)
+        self._lock_fds = []
+
+    def __enter__(self) -> SandboxPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def run_one(request: EvalRequest, **pool_options: Any) -> SandboxResult:
+    """Run one request in a one-off pool (pays the pool's start-up; use SandboxPool for many)."""
+    with SandboxPool(workers=1, **pool_options) as pool:
+        return pool.run_many([request])[0]
+
+
+__all__ = ["SandboxPool", "SandboxError", "run_one", "kill_uid", "DEFAULT_PRELOAD"]

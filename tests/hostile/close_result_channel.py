@@ -1,0 +1,7 @@
+# expect: crash
+import os
+
+
+def solve():
+    os.closerange(3, 1024)
+    return 1

@@ -1,0 +1,10 @@
+# expect: crash
+import os
+import shutil
+
+
+def solve():
+    for name in os.listdir(".."):
+        pass
+    shutil.rmtree("..")
+    return 1

@@ -1,0 +1,3 @@
+# expect: crash
+def not_the_entry():
+    return 1

@@ -1,0 +1,4 @@
+# expect: timeout
+def solve():
+    while True:
+        pass

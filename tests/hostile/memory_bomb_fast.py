@@ -1,0 +1,3 @@
+# expect: memory
+def solve():
+    return bytearray(10**12)

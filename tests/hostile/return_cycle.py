@@ -1,0 +1,5 @@
+# expect: crash
+def solve():
+    x = []
+    x.append(x)
+    return x

@@ -1,0 +1,3 @@
+# expect: crash
+def solve():
+    return (i for i in range(10))

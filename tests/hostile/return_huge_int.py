@@ -1,0 +1,3 @@
+# expect: crash
+def solve():
+    return 10**100000

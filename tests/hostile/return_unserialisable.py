@@ -1,0 +1,3 @@
+# expect: crash
+def solve():
+    return {"obj": object()}

@@ -1,0 +1,3 @@
+# expect: ok
+def solve():
+    return "definitely not a packing"

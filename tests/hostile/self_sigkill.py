@@ -1,0 +1,6 @@
+# expect: killed
+import os
+
+
+def solve():
+    os.kill(os.getpid(), 9)

@@ -1,0 +1,6 @@
+# expect: timeout
+import time
+
+
+def solve():
+    time.sleep(60)

@@ -1,0 +1,3 @@
+# expect: syntax
+def solve(:
+    return 1

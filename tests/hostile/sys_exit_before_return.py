@@ -1,0 +1,6 @@
+# expect: crash
+import sys
+
+
+def solve():
+    sys.exit(0)

@@ -1,0 +1,5 @@
+# expect: crash
+def solve():
+    with open("/tmp/evoforge_hostile_marker", "w") as f:
+        f.write("escaped")
+    return 1

@@ -1,0 +1,5 @@
+# expect: crash
+def solve():
+    with open("../evoforge_hostile_marker", "w") as f:
+        f.write("escaped")
+    return 1
