@@ -6,6 +6,7 @@ Prints a small table; nothing is asserted (speed goals are read, not tested).
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -30,8 +31,8 @@ def fresh_interpreter(imports: str, n: int) -> float:
     return statistics.median(times)
 
 
-def sequential(pool: SandboxPool, code: str, n: int) -> tuple[float, float]:
-    """Median host round trip per evaluation, and median time the child itself reported."""
+def sequential(pool: SandboxPool, code: str, n: int) -> tuple[list[float], list[float]]:
+    """Sorted host round trips per evaluation, and sorted wall times the zygote measured (fork to exit)."""
     host, child = [], []
     for _ in range(n):
         t0 = time.perf_counter()
@@ -39,7 +40,12 @@ def sequential(pool: SandboxPool, code: str, n: int) -> tuple[float, float]:
         host.append(time.perf_counter() - t0)
         child.append(res.wall_time)
         assert res.status.value == "ok", res.error
-    return statistics.median(host), statistics.median(child)
+    return sorted(host), sorted(child)
+
+
+def spread(xs: list[float]) -> str:
+    """min / median / p90 in ms: the minimum is the cost on an idle machine, the median what you get."""
+    return f"{xs[0] * 1e3:6.1f} / {statistics.median(xs) * 1e3:6.1f} / {xs[int(len(xs) * 0.9)] * 1e3:6.1f} ms"
 
 
 def throughput(workers: int, code: str, n: int) -> float:
@@ -68,16 +74,17 @@ def main() -> None:
         work_host, work_child = sequential(pool, WORK, max(20, n // 10))
         features = pool.features
     rows.append(("pool start (1 worker, numpy+scipy preloaded)", f"{start * 1e3:8.1f} ms"))
-    rows.append(("sandbox, trivial numpy program: host round trip", f"{host * 1e3:8.1f} ms"))
-    rows.append(("sandbox, trivial numpy program: child wall time", f"{child * 1e3:8.1f} ms"))
-    rows.append(("program doing ~25 ms of numpy: host round trip", f"{work_host * 1e3:8.1f} ms"))
-    rows.append(("program doing ~25 ms of numpy: child wall time", f"{work_child * 1e3:8.1f} ms"))
+    rows.append(("trivial numpy program, host round trip (min/med/p90)", spread(host)))
+    rows.append(("trivial numpy program, fork..exit in zygote (min/med/p90)", spread(child)))
+    rows.append(("~25 ms numpy program, host round trip (min/med/p90)", spread(work_host)))
+    rows.append(("~25 ms numpy program, fork..exit in zygote (min/med/p90)", spread(work_child)))
     for w in (1, 2):
         rows.append((f"throughput, trivial program, {w} worker(s)", f"{throughput(w, TRIVIAL, n):8.1f} evals/s"))
     for w in (1, 2):
         rows.append((f"throughput, ~25 ms program, {w} worker(s)", f"{throughput(w, WORK, max(20, n // 4)):8.1f} evals/s"))
     width = max(len(k) for k, _ in rows)
-    print(f"sandbox: uid={features['uid']} network={features['network']} landlock_abi={features['landlock_abi']}")
+    print(f"sandbox: uid={features['uid']} network={features['network']} landlock_abi={features['landlock_abi']}; "
+          f"{os.cpu_count()} cpus, load average {os.getloadavg()[0]:.1f} (other work on the machine inflates medians)")
     for k, v in rows:
         print(f"{k:<{width}}  {v}")
 

@@ -268,11 +268,12 @@ def main(argv: list[str] | None = None) -> int:
         for task in tasks:
             print(f"evoforge sandbox alone on {task.key}: {sandbox_ceiling(task, args.workers):.0f} evaluations/s "
                   f"({args.workers} workers, initial program)")
-    oe_inside = [r.children / r.extra["run_s"] for r in results
-                 if r.system == "openevolve" and r.ok and r.children and r.extra.get("run_s")]
-    if oe_inside:
-        print(f"OpenEvolve children/s inside controller.run() only (no interpreter start, imports, "
-              f"pool start): median {statistics.median(oe_inside):.1f}")
+    for task in tasks:
+        inside = [r.children / r.extra["run_s"] for r in results if r.system == "openevolve" and r.task == task.key
+                  and r.ok and r.children and r.extra.get("run_s")]
+        if inside:
+            print(f"OpenEvolve on {task.key}, children/s inside controller.run() only (no interpreter start, "
+                  f"imports, pool start): median {statistics.median(inside):.1f}")
     print(f"stand-in server answered {requests} requests; load average after: {_load()}")
     if args.json:
         args.json.write_text(json.dumps({"runs": [asdict(r) | {"rate": r.rate} for r in results],

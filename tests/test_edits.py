@@ -151,3 +151,20 @@ def test_canonical_hash_of_code_that_does_not_parse():
 
 def test_docstring_only_function_stays_valid():
     assert canonical_code('def f():\n    """doc"""\n') == "def f():\n    pass"
+
+
+def test_context_lines_may_quote_markers_but_changes_stay_inside():
+    ok = apply_edits(PROG, parse_edits(block("# EVOLVE-BLOCK-START\ndef build():", "# EVOLVE-BLOCK-START\ndef build(scale=1):")), evolve_blocks=True)
+    assert ok.applied == 1 and "def build(scale=1):" in ok.code
+    bad = apply_edits(PROG, parse_edits(block("# EVOLVE-BLOCK-END\n\n\ndef solve():", "# EVOLVE-BLOCK-END\n\n\ndef solve(x=2):")), evolve_blocks=True)
+    assert bad.applied == 0 and "outside the EVOLVE-BLOCK regions" in bad.failures[0]
+    # a pure insertion just inside the region is fine; just before it is not
+    ins = apply_edits(PROG, parse_edits(block("    return x\n# EVOLVE-BLOCK-END", "    return x\nZ = 1\n# EVOLVE-BLOCK-END")), evolve_blocks=True)
+    assert ins.applied == 1
+    before = apply_edits(PROG, parse_edits(block("import numpy as np", "import numpy as np\nimport os")), evolve_blocks=True)
+    assert before.applied == 0
+
+
+def test_crlf_responses():
+    res = apply_edits(PROG, parse_edits(block("    x = 0.5", "    x = 0.6").replace("\n", "\r\n")))
+    assert res.applied == 1 and "\r" not in res.code

@@ -75,12 +75,13 @@ def test_equal_rewards_give_zero_and_no_nan(est):
     assert np.all(grpo([2.0] * 4, normalize_std=True) == 0.0)
 
 
-def test_unreachable_budget_caps_beta_and_stays_finite():
+def test_unreachable_budget_solves_for_half_the_supremum():
     # KL -> ln(n / #argmax) = ln 2 only as beta -> inf: two samples, or a tie at the top of four
-    for r in ([0.0, 1.0], [0.0, 0.0, 1.0, 1.0]):
+    for r in ([0.0, 1.0], [0.0, 0.0, 1.0, 1.0], [0.0, 1.0, 1.0]):
         adv, beta = entropic_adaptive(r)
-        assert np.isfinite(beta) and beta > 0
-        assert np.all(np.isfinite(adv))
+        sup = math.log(len(r) / r.count(1.0))
+        assert abs(kl_to_uniform(r, beta) - min(math.log(2), sup / 2)) < 1e-6
+        assert np.all(np.isfinite(adv)) and np.max(np.abs(adv)) < 20
         assert adv[-1] > 0 > adv[0]
 
 

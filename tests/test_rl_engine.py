@@ -102,3 +102,30 @@ def test_static_versus_dynamic_report(formatted, pool, tmp_path, capsys):
                      f"(z={z_score(before, after):.1f}), classes {summary['classes']}")
     with capsys.disabled():
         print("\n" + "\n".join(lines))
+
+
+def test_config_driven_run_checkpoints_and_resumes(formatted, pool, tmp_path):
+    """backend 'hf' + a train mapping in the run config, as the CLI builds them; then resume."""
+    import evoforge.llm.hf  # noqa: F401  (registers the hf backend)
+
+    model, tok = formatted
+    base = tmp_path / "base"
+    model.save_pretrained(base)
+    tok.save_pretrained(base)
+    train = dict(model="unused", device="cpu", lr=1e-2, lora_rank=4, checkpoint_every=2,
+                 lora_target="q_proj,v_proj,lm_head")
+
+    def engine(steps):
+        cfg = build_config(task="toy", budget=100_000, backend="hf", model=str(base), batch_size=2, n=4,
+                           max_steps=steps, max_tokens=10, selector="map-elites", seed=0, picture_interval=0,
+                           train=train)
+        return Engine(cfg, tmp_path / "run", task=edit_task(), executor=pool)
+
+    first = engine(3)
+    first.run()
+    assert first.learner.step == 3
+    assert (tmp_path / "run" / "checkpoints" / "step_2" / "optimizer.pt").is_file()
+    second = engine(4)
+    second.run()
+    # resumed from step_2's adapter and optimiser state, then trained on
+    assert second.learner.step > 2

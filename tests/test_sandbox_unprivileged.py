@@ -2,6 +2,7 @@
 unprivileged user (nobody) in a subprocess when the tests run as root."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import socket
@@ -14,6 +15,10 @@ import pytest
 from evoforge.sandbox import EvalRequest, SandboxPool, Status
 
 HOSTILE = Path(__file__).parent / "hostile"
+_spec = importlib.util.spec_from_file_location("hostile_spec", HOSTILE / "_spec.py")
+SPEC = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(SPEC)
+unmet_needs = SPEC.unmet_needs
 CASES = ["infinite_loop", "fork_bomb", "daemon_double_fork", "subprocess_escape", "kill_parent", "killpg_host_group",
          "network_connect", "write_outside", "write_parent_dir", "memory_bomb_fast", "segfault_ctypes", "huge_stderr"]
 NORMAL = "import numpy as np\n\ndef solve():\n    return float(np.sum(np.arange(4)))\n"
@@ -40,8 +45,7 @@ with SandboxPool(workers=1) as pool:
 
 
 def expected(name: str) -> set[Status]:
-    line = next(l for l in (HOSTILE / f"{name}.py").read_text().splitlines() if l.startswith("# expect:"))
-    found = {Status(s.strip()) for s in line.split(":", 1)[1].split("|")}
+    found = {Status(s) for s in SPEC.header((HOSTILE / f"{name}.py").read_text())[0]}
     if name == "fork_bomb":
         # no RLIMIT_NPROC here: the 50 ms watchdog kills it, or, on a starved machine, the deadline does
         found |= {Status.KILLED, Status.TIMEOUT}
@@ -63,6 +67,9 @@ def test_forced_unprivileged_path(forced_pool, name, tmp_path):
     marker = Path("/tmp/evoforge_hostile_marker")
     marker.unlink(missing_ok=True)
     code = (HOSTILE / f"{name}.py").read_text().replace("PORT", str(srv.getsockname()[1]))
+    missing = unmet_needs(code, forced_pool.features)
+    if missing:
+        pytest.skip(f"this machine's sandbox lacks {missing} (degraded mode, see docs/SANDBOX.md)")
     res = forced_pool.run_many([EvalRequest(code=code, timeout=1.5, memory_mb=forced_pool.features["vm_mb"] + 400, max_output_bytes=4096)])[0]
     assert res.status in expected(name), f"{res.status} {res.error}"
     assert forced_pool.stray_processes() == []
@@ -98,6 +105,8 @@ def test_real_unprivileged_user():
     rows = {r["name"]: r for r in lines[1:]}
     assert set(rows) == set(CASES) | {"normal"}, proc.stderr[-2000:]
     for name, row in rows.items():
+        if name != "normal" and unmet_needs((HOSTILE / f"{name}.py").read_text(), lines[0]["features"]):
+            continue  # degraded mode on this machine: nothing to promise (see docs/SANDBOX.md)
         want = {Status.OK} if name == "normal" else expected(name)
         assert Status(row["status"]) in want, (name, row)
         assert row["strays"] == [], (name, row)

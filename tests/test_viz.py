@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 from matplotlib.image import imread
 
-from evoforge.viz import KINDS, VizError, draw_object, plot_history
+from evoforge.viz import DRAWERS, KINDS, VizError, draw_object, plot_history
+from evoforge.viz._canvas import new_figure
 from evoforge.viz.geometry import convex_hull, smallest_triangle, _violators
 from evoforge.viz.sequences import autoconvolution, convolve, envelope
 
@@ -49,10 +50,15 @@ SAMPLES = {
 
 
 def _reference_files() -> list[Path]:
+    """The largest reference construction of each task (the most demanding to draw)."""
     for folder in REFERENCE_DIRS:
-        files = sorted(folder.glob("*__*.json"))
-        if files:
-            return files
+        largest: dict[str, Path] = {}
+        for path in sorted(folder.glob("*__*.json")):
+            prefix = path.name.split("__")[0]
+            if prefix not in largest or path.stat().st_size > largest[prefix].stat().st_size:
+                largest[prefix] = path
+        if largest:
+            return sorted(largest.values())
     return []
 
 
@@ -107,12 +113,35 @@ CASES += [(kind, obj) for kind, objs in MALFORMED_FOR.items() for obj in objs]
 
 
 @pytest.mark.parametrize("kind,obj", CASES, ids=[f"{k}-{o!r:.40}" for k, o in CASES])
+def test_drawers_refuse_malformed_objects(kind: str, obj: object) -> None:
+    drawer = DRAWERS.get(kind, DRAWERS["generic"])
+    with pytest.raises(Exception):  # noqa: B017 - any exception becomes the card in draw_object
+        drawer(new_figure(), obj)
+
+
+@pytest.mark.parametrize("kind,obj", [("circles", [[math.nan, 0.5, 0.1]]), ("step_function", "abc"),
+                                      ("matrix", None), ("points3d", [[1.0, 2.0]]),
+                                      ("no-such-kind", {"x": object()})])
 def test_malformed_objects_give_a_card(kind: str, obj: object, tmp_path: Path,
                                        caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG, logger="evoforge.viz")
     out = tmp_path / "bad.png"
     draw_object(kind, obj, out)
     _assert_picture(out, caplog, card=True)
+
+
+class _Hostile:
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr for you")
+
+    def __len__(self) -> int:
+        raise RuntimeError("no len either")
+
+
+def test_hostile_object_gives_a_card(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="evoforge.viz")
+    draw_object("circles", [_Hostile()], tmp_path / "h.png")
+    _assert_picture(tmp_path / "h.png", caplog, card=True)
 
 
 def test_unknown_kind_draws_generic(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

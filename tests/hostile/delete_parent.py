@@ -1,4 +1,5 @@
 # expect: crash
+# needs: write-parent
 import os
 import shutil
 

@@ -1,4 +1,5 @@
 # expect: memory
+# timeout: 8
 import numpy as np
 
 

@@ -1,4 +1,5 @@
 # expect: crash
+# needs: net
 import socket
 
 

@@ -1,4 +1,5 @@
 # expect: crash
+# needs: write-anywhere
 def solve():
     with open("/tmp/evoforge_hostile_marker", "w") as f:
         f.write("escaped")

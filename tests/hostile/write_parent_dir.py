@@ -1,4 +1,5 @@
 # expect: crash
+# needs: write-parent
 def solve():
     with open("../evoforge_hostile_marker", "w") as f:
         f.write("escaped")

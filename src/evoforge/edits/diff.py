@@ -57,6 +57,7 @@ class ApplyResult:
 
 def parse_edits(text: str, mode: str = "diff") -> list[EditBlock]:
     """Extract the edit blocks of a model response; raises NoEditFound when there is none."""
+    text = text.replace("\r\n", "\n")
     if mode == "diff":
         blocks = [EditBlock(_strip_section(m.group(1)), _strip_section(m.group(2))) for m in _BLOCK_RE.finditer(text)]
         if not blocks:
@@ -142,17 +143,33 @@ def _apply_one(code: str, block: EditBlock, evolve_blocks: bool) -> tuple[str, s
         )
     start, shift = matches[0]
     end = start + len(search)
+    replacement = _reindent(block.replace.splitlines(), shift)
     if evolve_blocks:
         regions = evolve_regions(code)
-        if regions and not any(a <= start and end <= b for a, b in regions):
+        # Only the lines that actually change must lie inside a region: unchanged context
+        # (a marker line quoted to make the SEARCH unique, say) is fine.
+        a, b = _changed_span(lines[start:end], replacement)
+        a, b = start + a, start + b
+        inside = any(lo <= a and b <= hi for lo, hi in regions) if a < b else any(lo <= a <= hi for lo, hi in regions)
+        if regions and not inside:
             return code, (
-                f"edit at lines {start + 1}-{end} is outside the EVOLVE-BLOCK regions "
+                f"edit at lines {a + 1}-{max(a + 1, b)} is outside the EVOLVE-BLOCK regions "
                 f"(only code between EVOLVE-BLOCK-START and EVOLVE-BLOCK-END may change)"
             )
-    replacement = _reindent(block.replace.splitlines(), shift)
     new_lines = lines[:start] + replacement + lines[end:]
     trailing = "\n" if code.endswith("\n") or not code else ""
     return "\n".join(new_lines) + trailing, ""
+
+
+def _changed_span(old: list[str], new: list[str]) -> tuple[int, int]:
+    """[a, b) of ``old`` that differs from ``new`` once common leading/trailing lines are removed."""
+    p = 0
+    while p < len(old) and p < len(new) and old[p].rstrip() == new[p].rstrip():
+        p += 1
+    q = 0
+    while q < len(old) - p and q < len(new) - p and old[-1 - q].rstrip() == new[-1 - q].rstrip():
+        q += 1
+    return p, len(old) - q
 
 
 def _indent(line: str) -> str:

@@ -49,6 +49,8 @@ class HFBackend(Backend):
         self.seed = seed
         self.max_prompt_tokens = max_prompt_tokens
         self.last_temperature = 1.0
+        # (B, n) when the run config leaves them unset: the paper's 32 x 16 is far too much for a CPU
+        self.preferred_batch = (2, 4) if self.device == "cpu" else (8, 16)
         self._calls = 0
         self._cache_kw = _cache_kwarg(self.model)
         if adapter:

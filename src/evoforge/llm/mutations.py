@@ -6,6 +6,7 @@ never a task's answer. ``Source`` caches the token view of one version of the co
 """
 from __future__ import annotations
 
+import builtins
 import io
 import keyword
 import math
@@ -26,6 +27,8 @@ _OP_SWAPS = {
 _NAME_SWAPS = {"min": ["max"], "max": ["min"], "and": ["or"], "or": ["and"], "True": ["False"], "False": ["True"]}
 _ALT_RE = re.compile(r"#\s*alt(?:ernatives)?\s*:\s*(.+)$", re.IGNORECASE)
 _ASSIGN_RE = re.compile(r"^\s*[\w\[\]\.,\s]+?\s*(?:[+\-*/]{1,2})?=(?!=)")
+_BUILTIN_NAMES = frozenset(dir(builtins))
+_RETURN_RE = re.compile(r"^\s*return\b")
 _HEADER_RE = re.compile(r"^\s*(def|class|for|while|if|elif|else|try|except|finally|with|return|import|from|async|@)\b")
 
 
@@ -209,29 +212,60 @@ def swap_alternative(src: Source, rng: np.random.Generator) -> Edit | None:
 
 
 def introduce_constant(src: Source, rng: np.random.Generator) -> Edit | None:
-    """Give an expression a new degree of freedom: ``x`` -> ``(x + c)`` or ``(x * c)`` on a right-hand side."""
-    cands = []
-    for t in src.tokens:
+    """Give an expression a new degree of freedom: a name or a call ``x`` -> ``(x + c)`` or
+    ``(x * c)``, on the right-hand side of an assignment or in a ``return`` expression."""
+    cands: list[tuple[int, int, int]] = []  # (row, start col, end col)
+    toks = src.tokens
+    for k, t in enumerate(toks):
         if t.type != tokenize.NAME or not src.token_in_editable(t) or keyword.iskeyword(t.string):
             continue
         line = src.lines[t.start[0] - 1]
-        m = _ASSIGN_RE.match(line)
-        if not m or _HEADER_RE.match(line) or t.start[1] < m.end() or t.start in src.in_subscript:
+        m = _ASSIGN_RE.match(line) if not _HEADER_RE.match(line) else _RETURN_RE.match(line)
+        if not m or t.start[1] < m.end() or t.start in src.in_subscript:
             continue
-        before, after = line[: t.start[1]].rstrip(), line[t.end[1] :].lstrip()
-        if before.endswith(".") or after.startswith(("(", ".", "[", "=")) or before.endswith(("def", "lambda")):
+        before = line[: t.start[1]].rstrip()
+        if before.endswith(".") or before.endswith(("def", "lambda")):
             continue
-        cands.append(t)
+        end = _call_end(toks, k)
+        if end is not None:  # a (dotted) call on one line: wrap the whole call
+            cands.append((t.start[0] - 1, t.start[1], end))
+            continue
+        after = line[t.end[1] :].lstrip()
+        if t.string in _BUILTIN_NAMES or after.startswith(("(", ".", "[", "=")):
+            continue  # types and functions (dtype=float), attribute chains, keyword names
+        cands.append((t.start[0] - 1, t.start[1], t.end[1]))
     if not cands:
         return None
-    tok = cands[int(rng.integers(len(cands)))]
+    row, a, b = cands[int(rng.integers(len(cands)))]
+    line = src.lines[row]
+    expr = line[a:b]
     if rng.random() < 0.5:
         c = float(rng.normal(0, 0.05))
-        text = f"({tok.string} {'-' if c < 0 else '+'} {_format_float(abs(c), 3)})"
+        text = f"({expr} {'-' if c < 0 else '+'} {_format_float(abs(c), 3)})"
     else:
-        c = _format_float(float(1 + rng.normal(0, 0.05)), 4)
-        text = f"({tok.string} * {c})"
-    return src.replace_token(tok, text, f"introduce a constant: {tok.string} -> {text} on line {tok.start[0]}")
+        text = f"({expr} * {_format_float(float(1 + rng.normal(0, 0.05)), 4)})"
+    short = expr if len(expr) <= 40 else expr[:37] + "..."
+    return Edit(row, row + 1, (line[:a] + text + line[b:],), f"introduce a constant: {short} -> {text[:60]} on line {row + 1}")
+
+
+def _call_end(toks: list[tokenize.TokenInfo], k: int) -> int | None:
+    """End column of the call ``name(.name)*( ... )`` starting at token k, when it is on one line."""
+    j = k
+    while j + 2 < len(toks) and toks[j + 1].string == "." and toks[j + 2].type == tokenize.NAME:
+        j += 2
+    if j + 1 >= len(toks) or toks[j + 1].string != "(":
+        return None
+    depth = 0
+    for t in toks[j + 1 :]:
+        if t.start[0] != toks[k].start[0]:
+            return None
+        if t.type == tokenize.OP and t.string in "([{":
+            depth += 1
+        elif t.type == tokenize.OP and t.string in ")]}":
+            depth -= 1
+            if depth == 0:
+                return t.end[1]
+    return None
 
 
 # ---- statements ------------------------------------------------------------------------------

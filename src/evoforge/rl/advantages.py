@@ -12,8 +12,10 @@ Plain numpy functions, no torch: the engine, the tests and a notebook can all ca
 * ``entropic_adaptive``: beta per group chosen by bisection so that
       KL(q_beta || uniform on the group) = mean_j(w_j log w_j) = gamma   (gamma = ln 2),
   with the full-group weights w_j = exp(beta r_j) / mean_k exp(beta r_k) (q_beta = w / n).
-  KL grows monotonically from 0 (beta = 0) to ln(n / #argmax) (beta -> inf); when gamma is
-  out of reach (n = 2, or ties at the top) beta is capped at ``beta_cap`` / (r_max - r_min).
+  KL grows monotonically from 0 (beta = 0) to its supremum ln(n / #argmax) (beta -> inf).
+  When gamma is out of reach (gamma >= sup: n = 2, or ties at the top) beta is solved for
+  KL = sup / 2 instead: an infinite beta would leave the LOO weights unbounded (the others'
+  exp(beta r) vanish), e.g. n = 2 then gives weights ~8.2 and ~0.12, not 1e300.
   Because beta is solved for, the advantages are invariant to r -> a r + b (a > 0).
 * ``with_kl_penalty``: the optional TTT-Discover term A_j - lambda * log(pi/pi0).
 """
@@ -89,7 +91,7 @@ def kl_to_uniform(rewards: ArrayLike, beta: float) -> float:
 def solve_beta(
     rewards: ArrayLike, kl_budget: float = math.log(2), tol: float = 1e-10, beta_cap: float = 1e4
 ) -> float:
-    """The beta with KL(q_beta || uniform) = kl_budget, by bisection.
+    """The beta with KL(q_beta || uniform) = kl_budget (or sup/2 if out of reach), by bisection.
 
     Searched as beta = b / (r_max - r_min), b in [0, beta_cap], so the result scales as
     1/(reward spread) and the advantages are invariant to affine reward maps."""
@@ -100,15 +102,17 @@ def solve_beta(
     if spread == 0.0:
         return 0.0  # all rewards equal: no direction to tilt toward
     z = (r - r.min()) / spread  # in [0, 1], affine-free
-    if kl_to_uniform(z, beta_cap) <= kl_budget:
-        return beta_cap / spread  # budget out of reach (n = 2, ties at the top)
+    sup = math.log(r.size / int(np.sum(z == 1.0)))
+    target = kl_budget if kl_budget < sup else sup / 2  # out of reach: half the supremum
     lo, hi = 0.0, 1.0
-    while kl_to_uniform(z, hi) < kl_budget:
+    while kl_to_uniform(z, hi) < target:
+        if hi >= beta_cap:
+            return beta_cap / spread
         hi *= 2.0
     for _ in range(200):
         mid = 0.5 * (lo + hi)
         kl = kl_to_uniform(z, mid)
-        if kl < kl_budget:
+        if kl < target:
             lo = mid
         else:
             hi = mid

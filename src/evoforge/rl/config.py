@@ -56,6 +56,9 @@ class TrainConfig(BaseModel):
         None, gt=0, description="temperature the sampler used (default: the hf backend's last one, else 1)"
     )
     vllm_url: Optional[str] = Field(None, description="vLLM server (http://host:port[/v1]) to load adapters into")
+    vllm_sync_dir: Optional[str] = Field(
+        None, description="where adapters are written for the server to read (default: a temp dir)"
+    )
     vllm_api_key_env: str = Field("OPENAI_API_KEY", description="env var with the vLLM server's key, if any")
     device: str = Field("auto", description="auto | cpu | cuda | cuda:N")
     dtype: str = Field("auto", description="auto (bf16 on GPU, fp32 on CPU) | float32 | bfloat16 | float16")

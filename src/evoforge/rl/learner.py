@@ -110,6 +110,8 @@ class HFLearner(Learner):
                 kl_budget=self.cfg.kl_budget,
                 normalize_std=self.cfg.normalize_std,
             )
+            if not np.all(np.isfinite(adv)):
+                raise RLError(f"non-finite advantages for rewards {rewards.tolist()} ({self.cfg.estimator})")
             rewards_all.extend(rewards.tolist())
             if beta is not None:
                 betas.append(beta)

@@ -112,7 +112,12 @@ def encode_prompt(tokenizer: Any, prompt: Prompt) -> list[int]:
         messages = ([{"role": "system", "content": prompt.system}] if prompt.system else []) + [
             {"role": "user", "content": prompt.text}
         ]
-        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        try:
+            text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        except Exception:  # some templates refuse a system role: fold it into the user turn
+            merged = (prompt.system + "\n\n" if prompt.system else "") + prompt.text
+            text = tokenizer.apply_chat_template([{"role": "user", "content": merged}], tokenize=False,
+                                                 add_generation_prompt=True)
         return list(tokenizer(text, add_special_tokens=False)["input_ids"])
     text = (prompt.system + "\n\n" if prompt.system else "") + prompt.text
     ids = list(tokenizer(text, add_special_tokens=False)["input_ids"])

@@ -9,11 +9,12 @@ Server side (same base model, same machine or a shared file system for ``sync_di
 
 Protocol: POST {root}/v1/load_lora_adapter {"lora_name", "lora_path"} then, once requests use
 the new name, POST {root}/v1/unload_lora_adapter {"lora_name"} for the previous one. Each
-update gets a fresh name (``evoforge-step-K``), since vLLM refuses to load a name twice.
+update gets a fresh name (``evoforge-<random>-step-K``), since vLLM refuses to load a name twice.
 """
 from __future__ import annotations
 
 import os
+import secrets
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -88,13 +89,16 @@ class VLLMLearner(HFLearner):
             model = PeftModel.from_pretrained(model, cfg.adapter, is_trainable=True)
         super().__init__(cfg, model, tokenizer, device, backend)
         self.server = server or LoRAServer(cfg.vllm_url, os.environ.get(cfg.vllm_api_key_env))
-        self.sync_dir = Path(sync_dir) if sync_dir else Path(tempfile.mkdtemp(prefix="evoforge-lora-"))
+        chosen = sync_dir or cfg.vllm_sync_dir
+        self.sync_dir = Path(chosen) if chosen else Path(tempfile.mkdtemp(prefix="evoforge-lora-"))
         self.served: str | None = None
+        # unique per learner: a server that outlived an earlier run may still hold its names
+        self.prefix = f"evoforge-{secrets.token_hex(3)}"
         if cfg.adapter:  # the server serves the starting adapter too
             self.after_update({})
 
     def after_update(self, metrics: dict[str, float]) -> None:
-        name = f"evoforge-step-{self.step}"
+        name = f"{self.prefix}-step-{self.step}"
         path = self.sync_dir / name
         self.model.save_pretrained(str(path))
         if name == self.served:

@@ -211,9 +211,11 @@ def apply_exposure(plan: list[tuple[str, list[str]]]) -> None:
     _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
     # opened inside the new namespace (a bind source must belong to it), before the tmpfs hides them
     fds = {p: os.open(p, os.O_PATH | os.O_CLOEXEC) for _, keep in plan for p in keep}
+    covered: list[str] = []
     try:
         for anc, keep in plan:
             _mount("tmpfs", anc, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=0755,size=64k")
+            covered.append(anc)
             for p in sorted(keep, key=len):
                 if os.path.isdir(f"/proc/self/fd/{fds[p]}"):
                     os.makedirs(p, 0o755, exist_ok=True)
@@ -221,6 +223,10 @@ def apply_exposure(plan: list[tuple[str, list[str]]]) -> None:
                     os.makedirs(os.path.dirname(p), 0o755, exist_ok=True)
                     open(p, "a").close()
                 _mount(f"/proc/self/fd/{fds[p]}", p, None, _MS_BIND | _MS_REC)
+    except BaseException:
+        for anc in reversed(covered):  # half done is worse than not done: show the real folders again
+            _libc.umount2(anc.encode(), 2)  # MNT_DETACH
+        raise
     finally:
         for fd in fds.values():
             os.close(fd)

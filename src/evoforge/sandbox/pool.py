@@ -90,6 +90,9 @@ def kill_uid(uid: int) -> None:
         finally:
             os._exit(0)
     os.waitpid(pid, 0)
+    deadline = time.monotonic() + 2.0  # SIGKILL is delivered at once, but dying takes a moment
+    while time.monotonic() < deadline and not all(procs.is_zombie(p) for p in procs.processes_of_uid(uid)):
+        time.sleep(0.005)
 
 
 class Slot:
@@ -105,7 +108,8 @@ class Slot:
 
     @property
     def uid(self) -> int | None:
-        return self.cfg["uid"]
+        """The uid children run as (the worker may have fallen back to none: see hello['fallback'])."""
+        return self.hello["uid"] if "uid" in self.hello else self.cfg["uid"]
 
     def start(self) -> None:
         boot = f"import sys; sys.path.insert(0, {_SRC_DIR!r}); from evoforge.sandbox.zygote import main; main()"
@@ -264,6 +268,9 @@ class SandboxPool:
 
     def _report_degraded(self, dropped: bool) -> None:
         h = self.slots[0].hello
+        if h.get("fallback"):
+            _warn_once(f"sandbox: {h['fallback']}")
+            dropped = False
         if not dropped:
             _warn_once("sandbox: no dedicated uid (not root, or drop_privileges=False): programs run as this user "
                        "without capabilities; "

@@ -93,11 +93,17 @@ class Zygote:
             except OSError as exc:
                 net = f"none ({exc})"
         limits.set_subreaper()
+        fallback = ""
         if self.cfg.uid is not None:
             # Once for the whole worker: Python may sit under a root-only folder (pyenv in /root).
             needed = [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix,
                       os.path.dirname(os.path.realpath(sys.executable)), *sys.path, *self.cfg.expose]
-            limits.apply_exposure(limits.plan_exposure(needed))
+            try:
+                limits.apply_exposure(limits.plan_exposure(needed))
+            except OSError as exc:
+                # e.g. a container without CAP_SYS_ADMIN: the uid could not import anything, so keep ours
+                fallback = f"dedicated uid unusable, Python is not reachable for it: {exc}"
+                self.cfg.uid = self.cfg.gid = None
         abi = limits.landlock_abi() if self.cfg.use_landlock else 0
         for name in self.cfg.preload:
             try:
@@ -115,6 +121,7 @@ class Zygote:
             "base": self.base,
             "vm_mb": _vm_size_mb(),
             "nproc_limit": self.cfg.uid is not None,
+            "fallback": fallback,
         }
 
     # -- serve ---------------------------------------------------------------------------
@@ -342,7 +349,10 @@ def _rmtree(path: str) -> None:
         except OSError:
             pass
 
-    shutil.rmtree(path, onerror=fix)
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(path, onexc=fix)
+    else:
+        shutil.rmtree(path, onerror=fix)
 
 
 def _vm_size_mb() -> int:
