@@ -32,7 +32,7 @@ def run(
     backend: Optional[str] = typer.Option(None, help="builtin (default, model-free mutation operator) | openai | hf"),
     base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1"),
     model: Optional[str] = typer.Option(None, help="model name (openai) or local path (hf)"),
-    budget: Optional[int] = typer.Option(None, help="sandbox evaluations [default: 2000]"),
+    budget: Optional[int] = typer.Option(None, help="sandbox evaluations [default: 3000]"),
     time_limit: Optional[float] = typer.Option(None, help="stop after this many seconds"),
     seed: Optional[int] = typer.Option(None, help="random seed [default: 0]"),
     run_dir: Optional[Path] = typer.Option(None, help="where the run lives [default: runs/TASK-TIME]"),

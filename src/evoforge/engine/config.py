@@ -37,7 +37,7 @@ class RunConfig(BaseModel):
 
     task: str = Field("circle-packing-26", description="built-in task name or task directory")
     backend: BackendConfig = Field(default_factory=BackendConfig)
-    budget: int = Field(2000, gt=0, description="sandbox evaluations before the run stops")
+    budget: int = Field(3000, gt=0, description="sandbox evaluations before the run stops")
     time_limit: Optional[float] = Field(None, gt=0, description="wall-clock seconds before the run stops")
     max_steps: Optional[int] = Field(None, gt=0, description="steps before the run stops")
     batch_size: Optional[int] = Field(

@@ -92,7 +92,7 @@ class Engine:
         self.evaluated = 0
         self.children = 0
         self.step_index = 0
-        self._pictures_at = 0.0
+        self._pictures_at = time.monotonic()  # the first pictures after one interval
 
     # -- lifecycle ---------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
@@ -147,6 +147,8 @@ class Engine:
         self.evaluated = self.store.count_evaluations()
         self.children = self.store.count_children()
         self.step_index = last["step"] + 1
+        if self.best is not None:  # the files may predate the kill
+            outputs.write_best(self.run_dir, self.task, self.best, self.store.get_object(self.best.id))
         if self.learner is not None:
             self.learner_resume()
         log.info("resumed at step %d: %d evaluations, best %s", self.step_index, self.evaluated,
@@ -210,7 +212,9 @@ class Engine:
         )
         self.store.drop_rl_tokens(k)
         self.children += len(rows)
-        if improved or time.monotonic() - self._pictures_at >= self.cfg.picture_interval:
+        if improved and self.best is not None:
+            outputs.write_best(self.run_dir, self.task, self.best, self.store.get_object(self.best.id))
+        if time.monotonic() - self._pictures_at >= self.cfg.picture_interval:
             outputs.refresh(self.run_dir, self.task, self.store)
             self._pictures_at = time.monotonic()
         if self.on_step:
@@ -251,19 +255,16 @@ class Engine:
         """Early checks, then the sandbox; every outcome is stored the moment it is known."""
         outcomes: dict[int, list[ChildOutcome | None]] = {i: [None] * len(by_pick[i]) for i in by_pick}
         to_eval: list[tuple[int, int, ChildRow, Candidate]] = []
-        batch_hashes: set[str] = set()
         improved = False
         for i, pick in enumerate(picks):
             parent = pick.parent
             for j, row in enumerate(by_pick[i]):
                 if row.child_class is not None:  # done before a crash: reuse
                     outcomes[i][j] = self._outcome_of_stored(row)
-                    if row.canon_hash:
-                        batch_hashes.add(row.canon_hash)
                     continue
                 cand = early_check(
                     row.response or "", "" if row.response else "empty response", parent.code,
-                    parent.canon_hash, self.known_hashes | batch_hashes,
+                    parent.canon_hash, self.known_hashes,
                     mode=self.cfg.prompt.edit_mode, evolve_blocks=self.task.evolve_blocks,
                 )
                 if cand.child_class is not None:
@@ -271,8 +272,8 @@ class Engine:
                     self.store.classify(row.id, code=cand.code, canon_hash=cand.canon_hash,
                                         child_class=cand.child_class.value, reward=reward, feedback=cand.feedback)
                     outcomes[i][j] = ChildOutcome(cand.child_class.value, reward, None, None)
-                else:
-                    batch_hashes.add(cand.canon_hash or "")
+                else:  # a later sibling equal to this child is lazy, like one equal to an old program
+                    self.known_hashes.add(cand.canon_hash or "")
                     to_eval.append((i, j, row, cand))
 
         requests = [self._request(c.code or "") for _, _, _, c in to_eval]
@@ -289,7 +290,6 @@ class Engine:
                     self.best = program
                     improved = True
                     self.store.put_object(row.id, ev.object)
-                    outputs.write_best(self.run_dir, self.task, program, ev.object)
             reward = ev.score if program is not None else PENALTY[cls]
             outcomes[i][j] = ChildOutcome(cls.value, reward, program.fitness if program else None, program)
         return {i: [o for o in ocs if o is not None] for i, ocs in outcomes.items()}, improved

@@ -204,7 +204,7 @@ def _specs() -> list[Spec]:
     ))
     specs.append(Spec(
         name="erdos-min-overlap", title="Erdős minimum overlap problem (upper bound on M)", direction=MIN,
-        verify=autocorr.verify_erdos, object_kind="step_function", program="erdos.py", program_params={},
+        verify=autocorr.verify_erdos, object_kind="overlap_step_function", program="erdos.py", program_params={},
         returns="step values h_0..h_{n-1}: a list or 1-d array of n floats, the values of h on n equal steps of [0, 2].",
         rules="every h_j in [0, 1], finite, and sum(h) = n/2 (integral of h = 1) to 1e-9 relative; "
         "the score uses h exactly as given (no renormalisation).",
