@@ -1,7 +1,7 @@
 """Selector ablation ("Reuse strategies"): every selector on several built-in tasks, with the
 model-free ``builtin`` operator, equal evaluation budgets and several seeds.
 
-    python benchmarks/ablation_selectors.py [--budget 400] [--seeds 3] [--tasks a,b,c]
+    python benchmarks/ablation_selectors.py [--budget 500] [--seeds 3] [--tasks a,b,c]
         [--selectors map-elites,puct,...] [--fractions 0.25,0.5,0.75] [-B 8] [-n 4] [--out results.json]
 
 Prints markdown tables: per task and selector the median and best final score, the share of
@@ -9,7 +9,9 @@ the gap from the initial score to the best known value closed (median), the medi
 at half the budget, and the evaluations needed to close each of ``--fractions`` of that gap
 (median over seeds, an unreached seed counting as infinity; "-" when the median is not reached).
 A second table averages over tasks the median gap closed at 10/25/50/75/100% of the budget
-(early vs late) and gives each selector's mean rank of the final score.
+(early vs late) and gives each selector's mean rank of the final score; a third counts, per
+paper claim, the (task, seed) pairs where one selector beat the other (same seed = same
+operator random stream), so that a difference can be read against seed noise.
 
 What is measured: the best score within the first ``--budget`` sandbox evaluations (the seed's
 evaluation counts, as in the engine), read from each run's SQLite store. The last step may
@@ -186,6 +188,7 @@ def summary_rows(results: Sequence[RunResult]) -> list[dict[str, Any]]:
         rows.append(dict(
             task=task, variant=variant, seeds=len(rs),
             median_final=med, best_final=max(finals) if maximize else min(finals),
+            worst_final=min(finals) if maximize else max(finals),
             gap_closed=gap_closed(med, rs[0].initial, rs[0].target),
             median_half=statistics.median(r.best_at["0.5"] for r in rs),
             gap_closed_at={k: gap_closed(statistics.median(r.best_at[k] for r in rs), rs[0].initial, rs[0].target)
@@ -199,13 +202,14 @@ def summary_rows(results: Sequence[RunResult]) -> list[dict[str, Any]]:
 def markdown_tables(results: Sequence[RunResult]) -> str:
     rows = summary_rows(results)
     fractions = list(rows[0]["median_evals"]) if rows else []
-    out = ["| task | selector | median final | best final | gap closed (median) | median @ half budget | "
-           + " | ".join(f"evals to {100 * float(f):g}% (reached)" for f in fractions) + " |",
-           "| --- | --- | ---: | ---: | ---: | ---: | " + " | ".join("---:" for _ in fractions) + " |"]
+    out = ["| task | selector | median final | best final | worst final | gap closed (median) "
+           "| median @ half budget | " + " | ".join(f"evals to {100 * float(f):g}% (reached)" for f in fractions)
+           + " |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | " + " | ".join("---:" for _ in fractions) + " |"]
     for r in rows:
         reach = " | ".join(f"{_fmt(r['median_evals'][f])} ({r['reached'][f]}/{r['seeds']})" for f in fractions)
         out.append(f"| {r['task']} | {r['variant']} | {_fmt(r['median_final'], 8)} | {_fmt(r['best_final'], 8)} "
-                   f"| {_pct(r['gap_closed'])} | {_fmt(r['median_half'], 8)} | {reach} |")
+                   f"| {_fmt(r['worst_final'], 8)} | {_pct(r['gap_closed'])} | {_fmt(r['median_half'], 8)} "
+                   f"| {reach} |")
     # Across tasks: the mean (over tasks) of the median gap closed at each share of the budget,
     # and the mean rank of the median final score (1 = best); ties share the mean rank.
     variants = list(dict.fromkeys(r["variant"] for r in rows))
@@ -228,7 +232,52 @@ def markdown_tables(results: Sequence[RunResult]) -> str:
             gs = [r["gap_closed_at"][s] for r in vrs if r["gap_closed_at"][s] is not None]
             cells.append(_pct(statistics.fmean(gs)) if gs else "-")
         out.append(f"| {v} | " + " | ".join(cells) + f" | {statistics.fmean(ranks[v]):.2f} |")
-    return "\n".join(out)
+    claims = claims_table(results)
+    return "\n".join(out + (["", claims] if claims else []))
+
+
+# The papers' claims as paired comparisons: the same task and seed (hence the same operator
+# random stream), variant a against b, on the best score at a share of the budget. Each row
+# reads "a beats b": the claim holds where "a better" clearly outnumbers "b better".
+CLAIMS: tuple[tuple[str, str, str, str], ...] = (
+    ("TTT-Discover: PUCT reuse beats best-of-N", "puct", "best-of-n", "1"),
+    ("TTT-Discover: PUCT beats epsilon-greedy", "puct", "greedy", "1"),
+    ("ThetaEvolve: small database wins early", "map-elites-small", "map-elites", "0.25"),
+    ("ThetaEvolve: large database wins late", "map-elites", "map-elites-small", "1"),
+    ("PACEvolve: beats plain islands", "pacevolve", "map-elites", "1"),
+    ("best-of-n (no reuse) is the weakest", "map-elites", "best-of-n", "1"),
+    ("best-of-n (no reuse) is the weakest", "map-elites-small", "best-of-n", "1"),
+    ("best-of-n (no reuse) is the weakest", "pacevolve", "best-of-n", "1"),
+    ("best-of-n (no reuse) is the weakest", "greedy", "best-of-n", "1"),
+)
+
+
+def paired_counts(results: Sequence[RunResult], a: str, b: str, share: str) -> tuple[int, int, int]:
+    """(a better, tie, b better) over the (task, seed) pairs that ran both variants."""
+    by_key = {(r.task, r.seed, r.variant): r for r in results}
+    wins = ties = losses = 0
+    for (task, seed, variant), ra in by_key.items():
+        rb = by_key.get((task, seed, b))
+        if variant != a or rb is None:
+            continue
+        x, y = ra.best_at[share], rb.best_at[share]
+        if x == y:
+            ties += 1
+        elif (x > y) == ra.maximize:
+            wins += 1
+        else:
+            losses += 1
+    return wins, ties, losses
+
+
+def claims_table(results: Sequence[RunResult]) -> str:
+    present = {r.variant for r in results}
+    lines = ["| claim | a vs b | at budget | a better | tie | b better |", "| --- | --- | ---: | ---: | ---: | ---: |"]
+    for label, a, b, share in CLAIMS:
+        if a in present and b in present and results and share in results[0].best_at:
+            w, t, l = paired_counts(results, a, b, share)
+            lines.append(f"| {label} | {a} vs {b} | {float(share):.0%} | {w} | {t} | {l} |")
+    return "\n".join(lines) if len(lines) > 2 else ""
 
 
 def write_raw(results: Sequence[RunResult], path: Path) -> None:
@@ -250,7 +299,7 @@ def write_raw(results: Sequence[RunResult], path: Path) -> None:
 # -- command line ---------------------------------------------------------------------------
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--budget", type=int, default=400, help="sandbox evaluations per run (seed included)")
+    ap.add_argument("--budget", type=int, default=500, help="sandbox evaluations per run (seed included)")
     ap.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 per task and selector")
     ap.add_argument("--tasks", default=",".join(DEFAULT_TASKS), help="comma-separated built-in task names")
     ap.add_argument("--selectors", default=",".join(VARIANTS), help=f"comma-separated, of: {', '.join(VARIANTS)}")
@@ -301,6 +350,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AblationError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    from evoforge.engine import EngineError
     from evoforge.sandbox import SandboxPool
 
     results: list[RunResult] = []
@@ -312,7 +362,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             for task in tasks:
                 for seed in range(args.seeds):
                     for variant in variants:
-                        r = run_one(task, variant, seed, args, pool, run_root)
+                        try:
+                            r = run_one(task, variant, seed, args, pool, run_root)
+                        except (EngineError, ValueError) as exc:  # config, selector and task errors
+                            print(f"error: {task} {variant} seed {seed}: {exc}", file=sys.stderr)
+                            return 1
                         results.append(r)
                         print(f"[{time.perf_counter() - t0:6.0f}s] {task} {variant} seed {seed}: "
                               f"final {r.final:.8g}, evals to {r.evals_to}, "

@@ -42,7 +42,7 @@ def bench_smollm2(args: argparse.Namespace) -> dict | None:
     except RLError as exc:
         print(f"smollm2 skipped: {exc}", file=sys.stderr)
         return None
-    learner = make_learner(TrainConfig(model="smollm2", device="cpu", lr=1e-6), backend)
+    learner = make_learner(TrainConfig(model="smollm2", device="cpu", lr=1e-6, micro_batch_size=2), backend)
     from evoforge.database.base import Pick, Program
     from evoforge.prompts import PromptBuilder
     from evoforge.tasks import get_task

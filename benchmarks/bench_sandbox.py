@@ -1,4 +1,6 @@
-"""Sandbox cost: per-evaluation overhead of the warm pool vs a fresh `python -c`, and pool throughput.
+"""Sandbox cost: per-evaluation overhead of the warm pool vs a fresh `python -c`, pool throughput,
+and the CPU time one evaluation costs (host + zygotes + children: the figure that holds on a busy
+machine, and the one that bounds throughput: cores / CPU-per-eval).
 
 Run:  python3 benchmarks/bench_sandbox.py [--n 200]
 Prints a small table; nothing is asserted (speed goals are read, not tested).
@@ -15,6 +17,7 @@ import time
 from evoforge.sandbox import EvalRequest, SandboxPool
 
 TRIVIAL = "import numpy as np\n\ndef solve():\n    return float(np.float64(1.0))\n"
+SCIPY = "import numpy as np\nfrom scipy.optimize import minimize\n\ndef solve():\n    return float(np.float64(1.0))\n"
 # about 20-30 ms of single-threaded numpy work: the kind of program the search evaluates
 WORK = (
     "import numpy as np\n\ndef solve():\n    rng = np.random.default_rng(0)\n    a = rng.random((300, 300))\n"
@@ -48,14 +51,24 @@ def spread(xs: list[float]) -> str:
     return f"{xs[0] * 1e3:6.1f} / {statistics.median(xs) * 1e3:6.1f} / {xs[int(len(xs) * 0.9)] * 1e3:6.1f} ms"
 
 
-def throughput(workers: int, code: str, n: int) -> float:
-    with SandboxPool(workers=workers) as pool:
-        pool.run_many([EvalRequest(code=code)] * workers)  # warm up
+def _cpu_of(pid: int) -> float:
+    """utime+stime of a process and its reaped children, in seconds."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def throughput(workers: int, code: str, n: int, **pool_options: object) -> tuple[float, float]:
+    """(evaluations per second, CPU milliseconds per evaluation over host, zygotes and children)."""
+    with SandboxPool(workers=workers, **pool_options) as pool:  # type: ignore[arg-type]
+        pool.run_many([EvalRequest(code=code)] * workers * 2)  # warm up (and make on-demand modules warm)
+        zygotes = pool.zygote_pids()
+        cpu0 = sum(_cpu_of(p) for p in zygotes) + time.process_time()
         t0 = time.perf_counter()
         res = pool.run_many([EvalRequest(code=code, timeout=60) for _ in range(n)])
         elapsed = time.perf_counter() - t0
+        cpu = sum(_cpu_of(p) for p in zygotes) + time.process_time() - cpu0
     assert all(r.status.value == "ok" for r in res)
-    return n / elapsed
+    return n / elapsed, cpu / n * 1e3
 
 
 def main() -> None:
@@ -79,9 +92,15 @@ def main() -> None:
     rows.append(("~25 ms numpy program, host round trip (min/med/p90)", spread(work_host)))
     rows.append(("~25 ms numpy program, fork..exit in zygote (min/med/p90)", spread(work_child)))
     for w in (1, 2):
-        rows.append((f"throughput, trivial program, {w} worker(s)", f"{throughput(w, TRIVIAL, n):8.1f} evals/s"))
+        rate, cpu = throughput(w, TRIVIAL, n)
+        rows.append((f"throughput, trivial program, {w} worker(s)", f"{rate:8.1f} evals/s, {cpu:5.2f} ms CPU/eval"))
+    rate, cpu = throughput(2, TRIVIAL, n, eager=None)
+    rows.append(("  same, 2 workers, scipy warm from the start (eager=None)", f"{rate:8.1f} evals/s, {cpu:5.2f} ms CPU/eval"))
+    rate, cpu = throughput(2, SCIPY, n)
+    rows.append(("  program importing scipy.optimize, 2 workers", f"{rate:8.1f} evals/s, {cpu:5.2f} ms CPU/eval"))
     for w in (1, 2):
-        rows.append((f"throughput, ~25 ms program, {w} worker(s)", f"{throughput(w, WORK, max(20, n // 4)):8.1f} evals/s"))
+        rate, cpu = throughput(w, WORK, max(20, n // 4))
+        rows.append((f"throughput, ~25 ms program, {w} worker(s)", f"{rate:8.1f} evals/s, {cpu:5.2f} ms CPU/eval"))
     width = max(len(k) for k, _ in rows)
     print(f"sandbox: uid={features['uid']} network={features['network']} landlock_abi={features['landlock_abi']}; "
           f"{os.cpu_count()} cpus, load average {os.getloadavg()[0]:.1f} (other work on the machine inflates medians)")

@@ -6,7 +6,8 @@ parse_edits -> apply_edits -> canonical_hash dedup) and is run in a worker proce
 timeout, then verified strictly in this process. Prints the curve evals -> best per seed.
 
     python3 benchmarks/tune_builtin_mutator.py --evals 300 --seeds 0 1 2
-    python3 benchmarks/tune_builtin_mutator.py --evals 3000 --seeds 0 --program path/to/prog.py
+    python3 benchmarks/tune_builtin_mutator.py --evals 3000 --seeds 0 --task heilbronn-triangle-11
+    python3 benchmarks/tune_builtin_mutator.py --engine --evals 300 --seeds 0 1 2 3 4 5 6 7 8 9
 """
 from __future__ import annotations
 
@@ -195,6 +196,27 @@ def registry_task(name: str) -> tuple[Task, Callable[[Any], Verdict]]:
     return task, task.verify
 
 
+def run_engine(task: str, evals: int, seeds: list[int], workers: int) -> int:
+    """The acceptance measurement: ``evoforge run TASK --budget EVALS`` with the default config."""
+    import logging
+    import tempfile
+
+    from evoforge.engine import Engine, build_config
+    from evoforge.sandbox import SandboxPool
+
+    logging.disable(logging.WARNING)
+    print(f"engine: task={task} budget={evals} default config")
+    print("seed  best        classes   time")
+    with SandboxPool(workers=workers) as pool:
+        for seed in seeds:
+            t0 = time.time()
+            with tempfile.TemporaryDirectory() as d:
+                cfg = build_config(task=task, budget=evals, seed=seed, picture_interval=1e9)
+                s = Engine(cfg, d, executor=pool).run()
+            print(f"{seed:4d}  {s['best_score']:.6g}  {s['classes']}  {time.time() - t0:.1f}s", flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--task", default="cp26-local",
@@ -206,12 +228,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--tol", type=float, default=1e-6, help="circle packing tolerance (0 = strict)")
     ap.add_argument("--weight", action="append", default=[], metavar="OP=W", help="operator weight override")
-    ap.add_argument("--p-careless", type=float, default=0.05)
-    ap.add_argument("--max-blocks", type=int, default=4)
-    ap.add_argument("--p-large", type=float, default=0.5)
-    ap.add_argument("--p-coupled", type=float, default=0.3)
+    # Mutator options: unset ones keep BuiltinMutator's defaults.
+    ap.add_argument("--p-careless", type=float)
+    ap.add_argument("--max-blocks", type=int)
+    ap.add_argument("--p-large", type=float)
+    ap.add_argument("--p-coupled", type=float)
     ap.add_argument("--show-best", action="store_true")
+    ap.add_argument("--engine", action="store_true",
+                    help="run the real Engine with the default config (selector, batch) on a registry task "
+                         "instead of this file's loop; mutator options do not apply")
     args = ap.parse_args(argv)
+    if args.engine:
+        return run_engine(args.task if args.task != "cp26-local" else "circle-packing-26", args.evals, args.seeds, args.workers)
     task, verify = cp_task(tol=args.tol) if args.task == "cp26-local" else registry_task(args.task)
     marks = sorted({m for m in (50, 100, 200, 300, 500, 1000, 2000, 3000, 5000, 10000) if m <= args.evals} | {args.evals})
     print(f"task={task.name} tol={args.tol:g} evals={args.evals} B={args.batch} n={args.n} workers={args.workers}")
@@ -220,8 +248,9 @@ def main(argv: list[str] | None = None) -> int:
     with ProcessPoolExecutor(args.workers, initializer=_worker_init, initargs=(2048,)) as pool:
         for seed in args.seeds:
             t0 = time.time()
-            opts = {"p_careless": args.p_careless, "max_blocks": args.max_blocks, "p_large": args.p_large, "p_coupled": args.p_coupled,
-                    "weights": {k: float(v) for k, v in (w.split("=", 1) for w in args.weight)}}
+            opts = {k: v for k, v in (("p_careless", args.p_careless), ("max_blocks", args.max_blocks),
+                                      ("p_large", args.p_large), ("p_coupled", args.p_coupled)) if v is not None}
+            opts["weights"] = {k: float(v) for k, v in (w.split("=", 1) for w in args.weight)}
             curve, st, best = evolve(task, verify, seed, args.evals, args.batch, args.n, pool, marks, mutator=opts)
             vals = "  ".join(f"{v:9.6g}" for _, v in curve)
             print(f"{seed:4d}  {vals}   {st.valid}/{st.no_solution}/{st.invalid}/{st.unchanged}/{st.no_diff}"

@@ -55,8 +55,8 @@ def test_tables_rank_selectors_by_median_final() -> None:
     results = [_result("a", s, f, r) for s, (f, r) in enumerate([(6.0, 40), (2.0, None), (7.0, 50)])]
     results += [_result("b", s, f, None) for s, f in enumerate([1.0, 2.0, 3.0])]
     text = ab.markdown_tables(results)
-    assert "| t | a | 6 | 7 | 60.0% | 3 | 50 (2/3) |" in text
-    assert "| t | b | 2 | 3 | 20.0% | 1 | - (0/3) |" in text
+    assert "| t | a | 6 | 7 | 2 | 60.0% | 3 | 50 (2/3) |" in text
+    assert "| t | b | 2 | 3 | 1 | 20.0% | 1 | - (0/3) |" in text
     assert "| a | 30.0% | 60.0% | 1.00 |" in text
     assert "| b | 10.0% | 20.0% | 2.00 |" in text
 
@@ -92,3 +92,31 @@ def test_tiny_real_run_writes_raw_results_and_restores_pictures(tmp_path: Path,
         assert final <= initial and math.isfinite(final)  # ac3 minimises; the best never worsens
         assert float(r["best_at_0.5"]) >= final
     assert (tmp_path / "runs" / "ac3__puct__s0" / "run.db").is_file()
+
+
+def test_paired_counts_compare_same_task_and_seed_in_the_task_direction() -> None:
+    results = [_result("puct", s, f, None) for s, f in enumerate([6.0, 2.0, 7.0])]
+    results += [_result("best-of-n", s, f, None) for s, f in enumerate([1.0, 2.0, 9.0])]
+    assert ab.paired_counts(results, "puct", "best-of-n", "1") == (1, 1, 1)
+    for r in results:
+        r.maximize = False  # now smaller is better: the win and the loss swap
+    assert ab.paired_counts(results, "puct", "best-of-n", "1") == (1, 1, 1)
+    results[0].best_at["1"] = 0.5
+    assert ab.paired_counts(results, "puct", "best-of-n", "1") == (2, 1, 0)
+    table = ab.claims_table(results)
+    assert "| TTT-Discover: PUCT reuse beats best-of-N | puct vs best-of-n | 100% | 2 | 1 | 0 |" in table
+    assert "greedy" not in table  # claims whose selectors did not run are left out
+
+
+def test_a_run_that_cannot_start_gives_one_line(monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    from evoforge.engine import EngineError
+
+    def failing_run(*args: object, **kwargs: object) -> None:
+        raise EngineError("the initial program of ac3 is not a valid solution (timeout)")
+
+    monkeypatch.setattr(ab, "run_one", failing_run)
+    code = ab.main(["--budget", "4", "--seeds", "1", "--tasks", "ac3", "--selectors", "puct"])
+    assert code == 1
+    err = capsys.readouterr().err.strip()
+    assert err == "error: ac3 puct seed 0: the initial program of ac3 is not a valid solution (timeout)"

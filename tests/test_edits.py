@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from evoforge.edits import ApplyResult, EditBlock, NoEditFound, apply_edits, canonical_code, canonical_hash, parse_edits
@@ -168,3 +170,37 @@ def test_context_lines_may_quote_markers_but_changes_stay_inside():
 def test_crlf_responses():
     res = apply_edits(PROG, parse_edits(block("    x = 0.5", "    x = 0.6").replace("\n", "\r\n")))
     assert res.applied == 1 and "\r" not in res.code
+
+
+def test_canonical_hash_agrees_with_canonical_code_on_mutants():
+    # The fast hash must define the same equivalence as the canonical text it replaced.
+    import numpy as np
+
+    from evoforge.llm.builtin import BuiltinMutator
+
+    base = (Path(__file__).resolve().parents[1] / "src/evoforge/tasks/programs/circle_packing.py").read_text()
+    m = BuiltinMutator(seed=0)
+    codes = [base, base.replace("\n\n", "\n"), "# c\n" + base]
+    for s in range(40):
+        text = m.mutate(base, np.random.default_rng(s)).text
+        if "SEARCH" in text:
+            codes.append(apply_edits(base, parse_edits(text)).code)
+    by_code: dict[str, str] = {}
+    for c in codes:
+        by_code.setdefault(canonical_code(c), canonical_hash(c))
+        assert by_code[canonical_code(c)] == canonical_hash(c)
+    assert len(set(by_code.values())) == len(by_code) > 5
+
+
+def test_canonical_hash_keeps_optional_fields_apart_and_handles_odd_literals():
+    # Without an end marker `x: (yield) = 5` and `x: (yield 5)` would serialise alike.
+    assert canonical_hash("def f():\n    x: (yield) = 5\n") != canonical_hash("def f():\n    x: (yield 5)\n")
+    assert canonical_hash("def f(): return\n") != canonical_hash("def f(): return None\n")
+    assert canonical_hash("x = 1\n") != canonical_hash("x = True\n") != canonical_hash("x = 1.0\n")
+    assert canonical_hash("x = -0.0\n") != canonical_hash("x = 0.0\n")
+    big = "x = " + "9" * 5000 + "\n"  # str() of this int is refused by int_max_str_digits
+    assert canonical_hash(big) != canonical_hash(big.replace("9", "8", 1))
+    deep = "x = " + "+".join(["1"] * 3000) + "\n"  # deeper than the recursion limit: falls back to tokens
+    assert canonical_hash(deep) == canonical_hash(deep.replace("+", " + "))
+    assert canonical_hash(deep) != canonical_hash(deep.replace("1", "2", 1))
+    assert canonical_hash('def f():\n    "only a docstring"\n') == canonical_hash("def f():\n    pass\n")

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 
@@ -29,11 +30,14 @@ def test_deterministic_given_seed_and_varied_across_responses():
     texts = lambda rows: [r.text for row in rows for r in row]  # noqa: E731
     assert texts(a) == texts(b) and texts(a) != texts(c)
     assert len(set(texts(a))) >= 6  # responses to one prompt differ
-    # cfg.seed overrides the option; a second call on the same backend gives new responses.
+    # cfg.seed (the engine's per-step seed) overrides the option and replays exactly, however many
+    # calls came before (a resumed run); without it, a second call gives new responses.
     m = BuiltinMutator(seed=5)
     first, second = m.generate(prompts, GenerationConfig(n=2, seed=9)), m.generate(prompts, GenerationConfig(n=2, seed=9))
-    assert texts(first) != texts(second)
+    assert texts(first) == texts(second)
     assert texts(first) == texts(BuiltinMutator(seed=0).generate(prompts, GenerationConfig(n=2, seed=9)))
+    assert texts(first) != texts(m.generate(prompts, GenerationConfig(n=2, seed=10)))
+    assert texts(m.generate(prompts, GenerationConfig(n=2))) != texts(m.generate(prompts, GenerationConfig(n=2)))
 
 
 def test_responses_are_genuine_edits_inside_evolve_blocks():
@@ -142,16 +146,69 @@ def test_operators_on_small_programs():
 
     rng = np.random.default_rng(0)
     src = M.Source("def construct_set():\n    return [0, 1, 3]\n")
-    lists = {M.edit_list(src, rng).new_lines[0] for _ in range(30)}
-    assert any(len(s.split(",")) == 4 for s in lists) and any(len(s.split(",")) == 2 for s in lists)
+    lists = {M.edit_list(src, rng).new_lines[0] for _ in range(40)}
+    sizes = {len(s.split(",")) for s in lists}
+    assert sizes == {2, 3, 4}  # drop, vary and insert one element
+    assert any(s.strip() != "return [0, 1, 3]" and len(s.split(",")) == 3 for s in lists)
     alt = M.Source("def f(x):\n    return np.mean(x)  # alt: np.mean | np.median | np.max\n")
     got = {M.swap_alternative(alt, rng).new_lines[0].split("return ")[1].split("(")[0] for _ in range(30)}
     assert got == {"np.median", "np.max"}
     ops = M.Source("def f(a, b):\n    return min(a, b) + 1\n")
     assert {M.swap_operator(ops, rng).new_lines[0].strip() for _ in range(30)} >= {"return max(a, b) + 1", "return min(a, b) - 1"}
-    const = M.introduce_constant(M.Source("def f(a):\n    y = a * 2.0\n    return y\n"), rng)
-    assert const is not None and const.new_lines[0].startswith("    y = (a ") and const.start == 1
+    small = M.Source("def f(a):\n    y = a * 2.0\n    return y\n")
+    consts = [M.introduce_constant(small, np.random.default_rng(s)) for s in range(20)]
+    lines = {c.new_lines[0].split("(")[0] for c in consts}  # the right side of the assignment or the return
+    assert lines == {"    y = ", "    return "}
+    assert all(c.start == 1 for c in consts if c.new_lines[0].startswith("    y = (a "))
     # no edits on a return line's left side, inside indices, or in comments/strings
     assert M.perturb_number(M.Source("s = 'a 1.5 b'  # 2.5\n"), rng) is None
     src = M.Source("x = [0.5, 1.5]\n# EVOLVE-BLOCK-START\ny = 2.5\n# EVOLVE-BLOCK-END\nz = 3.5\n")
     assert all(M.perturb_number(src, np.random.default_rng(s)).start == 2 for s in range(20))
+
+
+def _relative_steps(code: str, value: float, n: int = 300) -> np.ndarray:
+    from evoforge.llm import mutations as M
+
+    src, out = M.Source(code), []
+    for s in range(n):
+        e = M.perturb_number(src, np.random.default_rng(s), p_coupled=0.0)
+        if e is not None:
+            new = float(e.new_lines[0].split("= ")[1])
+            out.append(abs(new - value) / value)
+    return np.array(out)
+
+
+def test_step_size_follows_the_precision_of_the_literal():
+    from evoforge.llm.mutations import _significant_digits
+
+    assert [_significant_digits(t) for t in ("0.7", "0.903192", "1e-12", "26", "2.50")] == [1, 6, 1, 2, 3]
+    round_steps = _relative_steps("x = 0.9\n", 0.9)
+    tuned_steps = _relative_steps("x = 0.903192\n", 0.903192)
+    # A tuned constant mostly moves near its last digits; a round one jumps more often.
+    assert np.median(tuned_steps) < 0.2 * np.median(round_steps)
+    assert (round_steps > 0.1).mean() > (tuned_steps > 0.1).mean() + 0.1
+    assert (tuned_steps > 0.1).mean() > 0.05  # big jumps stay possible
+
+
+def test_coupled_perturbation_changes_copies_of_a_constant_together():
+    from evoforge.llm import mutations as M
+
+    src = M.Source("def f(t):\n    return [0.7 * cos(t), 0.7 * sin(t)]\n")
+    edits = [M.perturb_number(src, np.random.default_rng(s), p_coupled=1.0) for s in range(20)]
+    for e in edits:
+        nums = re.findall(r"-?\d[\d.e-]*", e.new_lines[0])
+        assert len(nums) == 2 and nums[0] == nums[1] != "0.7", e.new_lines[0]
+    # A small integer used everywhere is not one constant: it is never changed in every place.
+    ints = M.Source("def f(a):\n    return a[1] + 1 + 1 * 2 + 1\n")
+    for s in range(30):
+        e = M.perturb_number(ints, np.random.default_rng(s), p_coupled=1.0)
+        assert e is None or e.new_lines[0].count("1") >= 3
+
+
+def test_crossover_can_take_one_differing_constant():
+    from evoforge.llm import mutations as M
+
+    src = M.Source("def f():\n    x = [0.5 + 0.7 * c, 0.5 + 0.7 * s]\n    return x\n")
+    other = "def f():\n    x = [0.5 + 0.4 * c, 0.6 + 0.7 * s]\n    return x\n"
+    got = {M.crossover_lines(src, other, np.random.default_rng(k)).new_lines[0].strip() for k in range(30)}
+    assert got == {"x = [0.5 + 0.4 * c, 0.6 + 0.7 * s]", "x = [0.5 + 0.4 * c, 0.5 + 0.7 * s]", "x = [0.5 + 0.7 * c, 0.6 + 0.7 * s]"}

@@ -91,3 +91,24 @@ def test_completion_logprobs_match_log_softmax():
         logits = model(input_ids=ids).logits[0, :-1] / 0.7
         want = torch.log_softmax(logits, -1).gather(-1, ids[0, 1:, None]).squeeze(-1)
     torch.testing.assert_close(got[0].detach(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_left_padded_batch_scores_only_completions_like_single_rows():
+    from evoforge.rl.toy import build_tiny_model, build_tiny_tokenizer
+
+    tok = build_tiny_tokenizer()
+    model = build_tiny_model(len(tok), tokenizer=tok)
+    rows = [[1, 4, 5, 19, 2], [1, 10, 4, 5, 6, 7, 8, 19, 19, 2], [1, 11, 2]]
+    width, keep = max(map(len, rows)), 4
+    ids = torch.zeros(len(rows), width, dtype=torch.long)
+    attn = torch.zeros_like(ids)
+    for i, r in enumerate(rows):
+        ids[i, width - len(r):] = torch.tensor(r)
+        attn[i, width - len(r):] = 1
+    with torch.no_grad():
+        batch = completion_logprobs(model, ids, attn, keep=keep)
+        assert batch.shape == (3, keep)
+        for i, r in enumerate(rows):
+            one = completion_logprobs(model, torch.tensor([r]), torch.ones(1, len(r), dtype=torch.long))[0]
+            n = min(keep, len(r) - 1)
+            torch.testing.assert_close(batch[i, keep - n:], one[-n:], rtol=1e-4, atol=1e-5)

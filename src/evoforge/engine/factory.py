@@ -53,7 +53,7 @@ def make_executor(cfg: RunConfig) -> Executor:
 def make_learner(cfg: RunConfig, backend: Backend, run_dir: Path) -> Any:
     if cfg.train is None:
         return None
-    from evoforge.rl import TrainConfig
     from evoforge.rl import make_learner as _make
+    from evoforge.rl import train_config
 
-    return _make(TrainConfig(**cfg.train), backend)
+    return _make(train_config(cfg.train), backend)

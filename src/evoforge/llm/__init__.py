@@ -5,10 +5,7 @@ from evoforge.llm.builtin import BuiltinMutator
 from evoforge.llm.openai_backend import OpenAIBackend, parse_choice_logprobs
 from evoforge.llm.scripted import ScriptedBackend
 
-try:  # the local Hugging Face backend (RL); it imports torch only when used
-    from evoforge.llm import hf as _hf  # noqa: F401
-except ImportError:  # pragma: no cover - during bring-up only
-    pass
+from evoforge.llm import hf as _hf  # noqa: F401  (local Hugging Face backend; imports torch only when used)
 
 __all__ = [
     "BACKENDS",

@@ -105,7 +105,7 @@ def perturb_number(src: Source, rng: np.random.Generator, p_large: float = 0.5, 
         return None
     # Floats are the tunable constants; integers (and anything used as an index) are mostly structure.
     w = np.array([
-        (0.15 if t.start in src.in_subscript else 1.0) * (1.0 if re.search(r"[.eE]", t.string) else 0.35)
+        (0.15 if t.start in src.in_subscript else 1.0) * (1.0 if re.search(r"[.eE]", t.string) else 0.25)
         for t in nums
     ])
     tok = nums[int(rng.choice(len(nums), p=w / w.sum()))]
@@ -126,13 +126,14 @@ def perturb_number(src: Source, rng: np.random.Generator, p_large: float = 0.5, 
             new_v = v + 1
         text, what = str(new_v), f"change integer {v} -> {new_v}"
     else:
-        new_value, digits = _jitter(value, rng, p_large)
+        new_value, digits = _jitter(value, rng, p_large, tok.string)
         text = _format_float(new_value, digits)
         if float(text) == value:
             return None
         what = f"perturb {tok.string} -> {text}"
     same = [t for t in nums if t.string == tok.string]
-    if len(same) > 1 and rng.random() < p_coupled:
+    # An integer that appears everywhere (0, 1, 2) is rarely one constant used twice.
+    if len(same) > 1 and (not is_int or len(same) <= 3) and rng.random() < p_coupled:
         # Change every copy of the literal at once, as one would rename a constant (keeps
         # e.g. a count and the divisor that goes with it, or x and y radii, consistent).
         return _replace_tokens(src, same, text, f"{what} everywhere ({len(same)} places)")
@@ -149,15 +150,29 @@ def _replace_tokens(src: Source, toks: list[tokenize.TokenInfo], text: str, what
     return Edit(a, b, tuple(lines), what)
 
 
-def _jitter(value: float, rng: np.random.Generator, p_large: float) -> tuple[float, int]:
+def _significant_digits(text: str) -> int:
+    """Significant digits of a literal as written: ``0.7`` -> 1, ``0.903192`` -> 6, ``1e-12`` -> 1."""
+    mantissa = re.split(r"[eE]", text.replace("_", "").lstrip("+-"))[0]
+    digits = mantissa.replace(".", "").lstrip("0")
+    return max(1, len(digits.rstrip("0")) if "." not in mantissa else len(digits))
+
+
+def _jitter(value: float, rng: np.random.Generator, p_large: float, written: str | None = None) -> tuple[float, int]:
     """Small relative step with probability 1 - p_large, else a jump (multiplicative, rarely a
-    sign flip or a uniform redraw in [0, 2x])."""
+    sign flip or a uniform redraw in [0, 2x]).
+
+    The literal as written sets the scales, as it would for a person: a round constant (``0.7``)
+    is a guess, worth big jumps and steps of a few per cent; one with many digits (``0.903192``)
+    has been tuned already, so it mostly gets steps near its last digits."""
+    sig = _significant_digits(written) if written else 3
+    if sig >= 4:
+        p_large *= 0.5
     r = rng.random()
     if value == 0.0:
         scale = float(10 ** rng.uniform(-4, -0.5))
         return float(rng.normal(0, scale)), 4
-    if r >= p_large:  # small relative step, scale log-uniform in [1e-4, 1e-1]
-        sigma = float(10 ** rng.uniform(-4, -1))
+    if r >= p_large:  # small relative step, scale log-uniform down to about the last digit written
+        sigma = float(10 ** rng.uniform(-min(9, max(4, sig + 2)), -1))
         digits = int(min(12, max(3, math.ceil(-math.log10(sigma)) + 3)))
         return value * (1 + rng.normal(0, sigma)), digits
     if r < 0.7 * p_large:  # large multiplicative jump
@@ -320,7 +335,8 @@ def _skeleton(line: str) -> str:
 
 
 def crossover_lines(src: Source, other: str, rng: np.random.Generator) -> Edit | None:
-    """Take the other program's constants on a line of the same shape (numbers masked)."""
+    """Take the other program's constants (all, or one of those that differ) on a line of the
+    same shape (numbers masked)."""
     theirs: dict[str, list[str]] = {}
     for line in other.splitlines():
         theirs.setdefault(_skeleton(line), []).append(line.strip())
@@ -334,8 +350,17 @@ def crossover_lines(src: Source, other: str, rng: np.random.Generator) -> Edit |
         return None
     i, options = cands[int(rng.integers(len(cands)))]
     indent = src.lines[i][: len(src.lines[i]) - len(src.lines[i].lstrip())]
-    new = indent + options[int(rng.integers(len(options)))]
-    return Edit(i, i + 1, (new,), f"take the other program's constants on line {i + 1}")
+    theirs_line = options[int(rng.integers(len(options)))]
+    mine_nums = list(_NUM_RE.finditer(src.lines[i]))
+    their_nums = [m.group(0) for m in _NUM_RE.finditer(theirs_line)]
+    differ = [k for k, (a, b) in enumerate(zip(mine_nums, their_nums)) if a.group(0) != b]
+    if len(differ) > 1 and len(mine_nums) == len(their_nums) and rng.random() < 0.5:
+        # Take one of the differing constants only: the two lines may each be right in part.
+        k = differ[int(rng.integers(len(differ)))]
+        m, line = mine_nums[k], src.lines[i]
+        new = line[: m.start()] + their_nums[k] + line[m.end() :]
+        return Edit(i, i + 1, (new,), f"take the other program's {their_nums[k]} for {m.group(0)} on line {i + 1}")
+    return Edit(i, i + 1, (indent + theirs_line,), f"take the other program's constants on line {i + 1}")
 
 
 def _functions(lines: list[str]) -> dict[str, tuple[int, int]]:
@@ -382,7 +407,7 @@ _LIST_RE = re.compile(r"\[\s*-?\d[\d.eE+-]*(?:\s*,\s*-?\d[\d.eE+-]*)*\s*,?\s*\]"
 
 
 def edit_list(src: Source, rng: np.random.Generator) -> Edit | None:
-    """Insert or delete one element of a one-line list display of numbers (``[0, 1, 3]``)."""
+    """Vary, insert or delete one element of a one-line list display of numbers (``[0, 1, 3]``)."""
     cands = [(i, m) for i in src.editable for m in _LIST_RE.finditer(src.lines[i])]
     if not cands:
         return None
@@ -393,7 +418,19 @@ def edit_list(src: Source, rng: np.random.Generator) -> Edit | None:
     except ValueError:
         return None
     ints = all(re.fullmatch(r"-?\d+", s) for s in items)
-    if len(items) > 1 and rng.random() < 0.3:
+    r = rng.random()
+    if r < 0.6:  # vary one element: keeps the length, which code indexing the list relies on
+        k = int(rng.integers(len(items)))
+        if ints:
+            new = str(int(values[k]) + int(rng.choice([-2, -1, 1, 2])))
+        else:
+            new, digits = _jitter(values[k], rng, 0.5, items[k])
+            new = _format_float(new, digits)
+        if new == items[k]:
+            return None
+        new_items = items[:k] + [new] + items[k + 1 :]
+        what = f"change element {items[k]} -> {new} of the list on line {i + 1}"
+    elif len(items) > 1 and r < 0.75:
         k = int(rng.integers(len(items)))
         new_items = items[:k] + items[k + 1 :]
         what = f"drop element {items[k]} from the list on line {i + 1}"

@@ -130,26 +130,29 @@ class HFLearner(Learner):
         return seqs, stats
 
     def pad(self, seqs: list[Sequence]) -> dict[str, Any]:
+        """Left-padded batch: every completion ends at the last column, so the model only needs
+        logits for the last ``keep`` positions (see completion_logprobs)."""
         torch = require_torch()
         width = max(len(s.ids) for s in seqs)
+        keep = max(len(s.ids) - s.n_prompt for s in seqs)
         b = len(seqs)
         ids = torch.full((b, width), self.pad_id, dtype=torch.long)
         attn = torch.zeros((b, width), dtype=torch.long)
-        mask = torch.zeros((b, width - 1))
-        sampler = torch.zeros((b, width - 1))
+        mask = torch.zeros((b, keep))
+        sampler = torch.zeros((b, keep))
         has_sampler = torch.zeros((b, 1))
         adv = torch.tensor([s.advantage for s in seqs], dtype=torch.float32)
         for i, s in enumerate(seqs):
-            ids[i, : len(s.ids)] = torch.tensor(s.ids)
-            attn[i, : len(s.ids)] = 1
-            lo, hi = s.n_prompt - 1, len(s.ids) - 1  # logprob index t-1 scores token t
-            mask[i, lo:hi] = 1
+            ids[i, width - len(s.ids):] = torch.tensor(s.ids)
+            attn[i, width - len(s.ids):] = 1
+            n_comp = len(s.ids) - s.n_prompt
+            mask[i, keep - n_comp:] = 1
             if s.sampler_logprobs is not None:
-                sampler[i, lo:hi] = torch.tensor(s.sampler_logprobs)
+                sampler[i, keep - n_comp:] = torch.tensor(s.sampler_logprobs)
                 has_sampler[i] = 1
         dev = self.device
         return {
-            "ids": ids.to(dev), "attn": attn.to(dev), "mask": mask.to(dev),
+            "ids": ids.to(dev), "attn": attn.to(dev), "mask": mask.to(dev), "keep": keep,
             "sampler": sampler.to(dev), "has_sampler": has_sampler.to(dev), "adv": adv.to(dev),
         }
 
@@ -159,9 +162,9 @@ class HFLearner(Learner):
         torch = require_torch()
         with torch.no_grad():
             if self.ref_model is not None:
-                return completion_logprobs(self.ref_model, mb["ids"], mb["attn"], temp)
+                return completion_logprobs(self.ref_model, mb["ids"], mb["attn"], temp, mb["keep"])
             with self.model.disable_adapter():
-                return completion_logprobs(self.model, mb["ids"], mb["attn"], temp)
+                return completion_logprobs(self.model, mb["ids"], mb["attn"], temp, mb["keep"])
 
     # -- update ----------------------------------------------------------------------
     def update(self, groups: list[list[Rollout]]) -> dict[str, float]:
@@ -182,7 +185,7 @@ class HFLearner(Learner):
         refs: list[Any] = [None] * len(batches)
         if self.cfg.optimizer_steps > 1:
             with torch.no_grad():
-                olds = [completion_logprobs(self.model, b["ids"], b["attn"], temp) for b in batches]
+                olds = [completion_logprobs(self.model, b["ids"], b["attn"], temp, b["keep"]) for b in batches]
         if self.cfg.kl_lambda > 0:
             refs = [self.ref_logprobs(b, temp) for b in batches]
         loss_sum = clip_lo = clip_hi = trunc = kl_sum = 0.0
@@ -190,7 +193,7 @@ class HFLearner(Learner):
         for _ in range(self.cfg.optimizer_steps):
             self.optimizer.zero_grad(set_to_none=True)
             for k, b in enumerate(batches):
-                new = completion_logprobs(self.model, b["ids"], b["attn"], temp)
+                new = completion_logprobs(self.model, b["ids"], b["attn"], temp, b["keep"])
                 old = olds[k] if olds[k] is not None else new.detach()
                 # unknown sampler log-probs: take the learner's (importance weight 1)
                 sampler = torch.where(b["has_sampler"] > 0, b["sampler"], old)

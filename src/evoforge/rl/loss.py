@@ -61,7 +61,8 @@ def clipped_pg_loss(
     pg = -torch.minimum(unclipped, clipped)
     tis = importance_weights(logp_old, logp_sampler, tis_cap)
     denom = float(total_tokens) if total_tokens is not None else float(mask.sum().clamp(min=1.0))
-    loss = (tis * pg * mask).sum() / max(denom, 1.0)
+    # where(), not a product: a padded position may hold NaN, and NaN * 0 is NaN
+    loss = torch.where(mask > 0, tis * pg, torch.zeros_like(pg)).sum() / max(denom, 1.0)
     with torch.no_grad():
         took_clip = (clipped < unclipped) & (mask > 0)  # the min picked the clipped branch
         low = (took_clip & (ratio < 1.0 - eps_low)).sum()
@@ -75,17 +76,44 @@ def completion_logprobs(
     input_ids: torch.Tensor,
     attention_mask: torch.Tensor,
     temperature: float = 1.0,
+    keep: int | None = None,
 ) -> torch.Tensor:
-    """log pi(token_t | tokens_<t) for t = 1..T-1, shape [batch, T-1] (position t-1 holds token t).
+    """log pi(token_t | tokens_<t) for t = 1..T-1, shape [batch, T-1] (position t-1 holds token t);
+    with ``keep`` only the last ``keep`` tokens are scored, shape [batch, keep].
 
-    Logits are divided by the sampling temperature, so the learner scores the distribution
-    the sampler actually drew from."""
-    out = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False)
-    logits = out.logits[:, :-1, :].float()
+    Rows may be left-padded (positions come from the attention mask). ``keep`` lets the model
+    compute logits for the completion only, not for the (long) prompt: with a 50k vocabulary
+    that is most of the memory. Logits are divided by the sampling temperature, so the learner
+    scores the distribution the sampler actually drew from."""
+    position_ids = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
+    kwargs = {}
+    if keep is not None and _accepts(model, "logits_to_keep"):
+        kwargs["logits_to_keep"] = keep + 1
+    out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False,
+                **kwargs)
+    logits = out.logits
+    if keep is not None:
+        logits = logits[:, -(keep + 1):, :]  # no-op when the model already kept only these
+        targets = input_ids[:, -keep:]
+    else:
+        targets = input_ids[:, 1:]
+    logits = logits[:, :-1, :].float()
     if temperature != 1.0:
         logits = logits / temperature
-    targets = input_ids[:, 1:]
-    # log_softmax then gather; logsumexp form keeps memory to one [B, T, V] tensor
+    # gather minus logsumexp: one [B, T, V] tensor instead of a full log_softmax copy
     logz = torch.logsumexp(logits, dim=-1)
     picked = torch.gather(logits, -1, targets[..., None]).squeeze(-1)
     return picked - logz
+
+
+_ACCEPTS: dict[tuple[type, str], bool] = {}
+
+
+def _accepts(model: torch.nn.Module, name: str) -> bool:
+    import inspect
+
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    key = (type(base), name)
+    if key not in _ACCEPTS:
+        _ACCEPTS[key] = name in inspect.signature(type(base).forward).parameters
+    return _ACCEPTS[key]

@@ -79,14 +79,27 @@ def _print_traceback(exc: BaseException) -> None:
         pass
 
 
-def _fresh_stdio() -> None:
-    # The zygote's own sys.stdout may hold buffered bytes; the child writes to its pipes afresh.
+_STDIO: list[tuple[str, Any]] = []  # built once in the zygote by prepare_stdio, never written there
+
+
+def prepare_stdio() -> None:
+    """Build the children's std streams ahead (they only name fds 0-2, which each child re-points)."""
+    _STDIO.clear()
     for fd, name in ((1, "stdout"), (2, "stderr")):
         raw = io.FileIO(fd, "w", closefd=False)
         stream = io.TextIOWrapper(io.BufferedWriter(raw), encoding="utf-8", errors="backslashreplace", line_buffering=True)
+        _STDIO.append((name, stream))
+    _STDIO.append(("stdin", io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8")))
+
+
+def _fresh_stdio() -> None:
+    # The zygote's own sys.stdout may hold buffered bytes; the child writes to its pipes afresh.
+    if not _STDIO:
+        prepare_stdio()
+    for name, stream in _STDIO:
         setattr(sys, name, stream)
-        setattr(sys, f"__{name}__", stream)
-    sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8")
+        if name != "stdin":
+            setattr(sys, f"__{name}__", stream)
 
 
 def _load_program(code_obj: types.CodeType, path: str) -> types.ModuleType:

@@ -12,24 +12,25 @@ import json
 import logging
 import os
 import pwd
-import queue
 import shutil
 import signal
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
+import threading
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from evoforge.sandbox import limits, procs
 from evoforge.sandbox.base import EvalRequest, SandboxResult, Status
-from evoforge.sandbox.protocol import ChannelClosed, ChannelTimeout, read_frame, read_json, send_json
+from evoforge.sandbox.dispatch import Dispatcher, to_result
+from evoforge.sandbox.protocol import ChannelClosed, ChannelTimeout, read_json
 
 log = logging.getLogger("evoforge.sandbox")
 
-DEFAULT_PRELOAD = ("numpy", "scipy", "scipy.optimize", "scipy.spatial", "scipy.linalg")
+# numpy 2 loads numpy.random / numpy.fft lazily: left out, every child using them paid ~20-40 ms
+DEFAULT_PRELOAD = ("numpy", "numpy.random", "numpy.fft", "scipy", "scipy.optimize", "scipy.spatial", "scipy.linalg")
+DEFAULT_EAGER = ("numpy",)  # imported at start; the rest of the preload when a program first names it
 UID_RANGE = range(61000, 62000)
 _SRC_DIR = str(Path(__file__).resolve().parents[2])  # the directory holding the evoforge package
 _ZYGOTE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "OPENBLAS_NUM_THREADS": "1",
@@ -131,59 +132,21 @@ class Slot:
         return self.proc is not None and self.proc.poll() is None
 
     def run(self, req: EvalRequest) -> SandboxResult:
-        msg = asdict(req)
-        msg["cascade_thresholds"] = list(req.cascade_thresholds)
-        if req.evaluator_path:
-            # Read here, as the host user: the sandbox uid may not be allowed to.
-            try:
-                msg["evaluator_source"] = Path(req.evaluator_path).read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                return SandboxResult(Status.CRASH, error=f"cannot read evaluator: {exc}")
-            self._expose(os.path.dirname(os.path.abspath(req.evaluator_path)))
-        for attempt in (1, 2):
-            result = self._attempt(msg, req, retry_allowed=attempt == 1)
-            if result is not None:
-                return result
-        raise AssertionError("unreachable")
+        """One request on this slot alone (the pool normally dispatches through run_iter)."""
+        return list(Dispatcher([self]).run([req]))[0][1]
 
-    def _attempt(self, msg: dict[str, Any], req: EvalRequest, retry_allowed: bool) -> SandboxResult | None:
-        """One try; None means the zygote was already dead before the program started (safe to retry)."""
-        if not self.alive():
+    def needs_exposure(self, evaluator_path: str) -> bool:
+        """Whether the dropped uid cannot reach this evaluator's folder yet (the zygote must restart)."""
+        folder = os.path.dirname(os.path.abspath(evaluator_path))
+        return self.uid is not None and folder not in self.cfg["expose"] and bool(limits.plan_exposure([folder]))
+
+    def expose(self, evaluator_path: str) -> None:
+        """Make an evaluator's folder reachable for the dropped uid: stops the zygote, the next request restarts it."""
+        if self.needs_exposure(evaluator_path):
+            self.cfg["expose"].append(os.path.dirname(os.path.abspath(evaluator_path)))
             self.stop()
-            self.start()
-            self.wait_ready()
-        assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
-        rfd = self.proc.stdout.fileno()
-        child = None
-        t0 = time.monotonic()
-        # The zygote enforces the limit itself; this deadline only catches a zygote that stopped answering.
-        deadline = t0 + req.timeout + 15.0 + req.max_result_bytes / 20e6
-        try:
-            send_json(self.proc.stdin.fileno(), msg)
-            head = read_json(rfd, deadline)
-            if "started" in head:
-                child = int(head["started"])
-                head = read_json(rfd, deadline)
-            raw = read_frame(rfd, deadline) if head.get("status") == "ok" else b""
-        except (ChannelClosed, ChannelTimeout, OSError, KeyError, ValueError, TypeError) as exc:
-            self._lost(child)
-            if child is None and retry_allowed and not isinstance(exc, ChannelTimeout):
-                return None
-            hung = isinstance(exc, ChannelTimeout)
-            why = "stopped answering" if hung else "died"
-            return SandboxResult(Status.TIMEOUT if hung else Status.CRASH,
-                                 error=f"the sandbox worker {why} during the evaluation (did the program attack it?)",
-                                 wall_time=time.monotonic() - t0)
-        return _to_result(head, raw)
 
-    def _expose(self, folder: str) -> None:
-        """Make an evaluator's folder reachable for the dropped uid (restarts the zygote once per new folder)."""
-        if self.uid is None or folder in self.cfg["expose"] or not limits.plan_exposure([folder]):
-            return
-        self.cfg["expose"].append(folder)
-        self.stop()
-
-    def _lost(self, child: int | None) -> None:
+    def lost(self, child: int | None) -> None:
         """The zygote is gone or hung: end it, its child's group, and (root) every process of our uid."""
         if child is not None:
             procs.kill_group(child)
@@ -211,16 +174,7 @@ class Slot:
             shutil.rmtree(base, ignore_errors=True)
 
 
-def _to_result(head: dict[str, Any], raw: bytes) -> SandboxResult:
-    status = Status(head["status"]) if head.get("status") in {s.value for s in Status} else Status.CRASH
-    value = None
-    error = str(head.get("error", ""))
-    if status is Status.OK:
-        try:
-            value = json.loads(raw)  # accepts NaN / Infinity
-        except (ValueError, RecursionError) as exc:
-            status, error = Status.CRASH, f"return value could not be decoded: {type(exc).__name__}"
-    return SandboxResult(status, value, error, str(head.get("stdout", "")), str(head.get("stderr", "")), float(head.get("wall_time", 0.0)))
+_to_result = to_result  # kept for callers of the old name
 
 
 class SandboxPool:
@@ -229,11 +183,15 @@ class SandboxPool:
     drop_privileges: run children under a per-slot unprivileged uid (default: when root).
     isolate_network: give the workers a private network namespace (root, or user namespaces).
     use_landlock: confine writes to the run's directory, deny TCP and outside signals (kernel permitting).
+    preload / eager: modules the workers import so programs find them warm. Those whose top-level
+    package is in `eager` are imported at start; the others the first time a request's code names
+    their package (every fork pays for what the worker has mapped: scipy roughly doubles the cost of
+    an evaluation, so runs that never use it should not carry it). eager=None: all at start.
     """
 
     def __init__(self, workers: int = 2, *, drop_privileges: bool | None = None, isolate_network: bool = True,
                  use_landlock: bool = True, preload: Sequence[str] = DEFAULT_PRELOAD, max_processes: int = 64,
-                 start_timeout: float = 60.0) -> None:
+                 start_timeout: float = 60.0, eager: Sequence[str] | None = DEFAULT_EAGER) -> None:
         if workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
         root = os.geteuid() == 0
@@ -251,6 +209,7 @@ class SandboxPool:
                     uid, fd = _claim_uid()
                     self._lock_fds.append(fd)
                 cfg = dict(slot=i, uid=uid, gid=uid, isolate_network=isolate_network, preload=list(preload),
+                           eager=None if eager is None else list(eager),
                            max_processes=max_processes, use_landlock=use_landlock, expose=[])
                 self.slots.append(Slot(i, cfg, start_timeout))
             for s in self.slots:
@@ -261,10 +220,8 @@ class SandboxPool:
             self.close()
             raise
         self._report_degraded(drop_privileges)
-        self._free: queue.Queue[Slot] = queue.Queue()
-        for s in self.slots:
-            self._free.put(s)
-        self._threads = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sandbox") if workers > 1 else None
+        self._lock = threading.Lock()  # one batch at a time drives the slots
+        self._owner: int | None = None  # thread consuming the running batch
 
     def _report_degraded(self, dropped: bool) -> None:
         h = self.slots[0].hello
@@ -307,15 +264,6 @@ class SandboxPool:
                 found.update(procs.processes_of_uid(s.uid))
         return sorted(p for p in found if not procs.is_zombie(p))
 
-    def _run_on_free_slot(self, req: EvalRequest) -> SandboxResult:
-        slot = self._free.get()
-        try:
-            return slot.run(req)
-        except SandboxError as exc:
-            return SandboxResult(Status.CRASH, error=str(exc))
-        finally:
-            self._free.put(slot)
-
     def _validate(self, req: EvalRequest) -> None:
         if not isinstance(req, EvalRequest):
             raise TypeError(f"expected an EvalRequest, got {type(req).__name__}")
@@ -331,14 +279,36 @@ class SandboxPool:
             _warn_once(f"sandbox: memory_mb={req.memory_mb} leaves almost nothing above the {base} MB the warm worker "
                        "already maps: programs will fail with MemoryError")
 
-    def run_many(self, requests: Sequence[EvalRequest]) -> list[SandboxResult]:
+    def run_iter(self, requests: Sequence[EvalRequest]) -> Iterator[tuple[int, SandboxResult]]:
+        """(index into requests, result) for each request, in the order they finish.
+
+        Bad requests raise before anything runs. Stopping the iteration early waits for the
+        requests already handed to a worker (their results are dropped); the rest never run.
+        """
         if self._closed:
             raise SandboxError("the sandbox pool is closed")
+        requests = list(requests)
         for req in requests:
             self._validate(req)
-        if self._threads is None or len(requests) <= 1:
-            return [self._run_on_free_slot(r) for r in requests]
-        return list(self._threads.map(self._run_on_free_slot, requests))
+        return self._iterate(requests)
+
+    def _iterate(self, requests: list[EvalRequest]) -> Iterator[tuple[int, SandboxResult]]:
+        if self._owner == threading.get_ident():
+            raise SandboxError("a run_iter of this pool is still being consumed in this thread: finish it first")
+        with self._lock:
+            self._owner = threading.get_ident()
+            try:
+                yield from Dispatcher(self.slots).run(requests)
+            finally:
+                self._owner = None
+
+    def run_many(self, requests: Sequence[EvalRequest]) -> list[SandboxResult]:
+        """Results in request order."""
+        out: list[SandboxResult | None] = [None] * len(requests)
+        for i, res in self.run_iter(requests):
+            out[i] = res
+        assert all(r is not None for r in out)
+        return out  # type: ignore[return-value]
 
     def run(self, request: EvalRequest) -> SandboxResult:
         return self.run_many([request])[0]
@@ -347,8 +317,9 @@ class SandboxPool:
         if self._closed:
             return
         self._closed = True
-        if getattr(self, "_threads", None) is not None:
-            self._threads.shutdown(wait=True)
+        lock = getattr(self, "_lock", None)
+        if lock is not None and lock.acquire(timeout=5.0):  # a batch still running elsewhere ends first
+            lock.release()
         for s in self.slots:
             s.stop()
         for fd in self._lock_fds:

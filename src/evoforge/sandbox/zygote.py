@@ -12,8 +12,9 @@ from __future__ import annotations
 import gc
 import importlib
 import json
+import math
 import os
-import selectors
+import select
 import shutil
 import signal
 import sys
@@ -49,6 +50,9 @@ class Config:
     max_processes: int
     use_landlock: bool = True
     expose: list[str] = field(default_factory=list)  # extra folders the dropped uid must reach (evaluators)
+    # preload modules imported at start when their top-level package is listed here (None: all of
+    # them); the others only once a request's code mentions their package (see Zygote.warm_up)
+    eager: list[str] | None = None
 
 
 @dataclass
@@ -81,6 +85,7 @@ class Zygote:
         self.count = 0
         self.features: dict[str, Any] = {}
         self.base = ""
+        self.on_demand: list[str] = []  # preload modules not imported yet
 
     # -- start ---------------------------------------------------------------------------
     def prepare(self) -> None:
@@ -106,10 +111,14 @@ class Zygote:
                 self.cfg.uid = self.cfg.gid = None
         abi = limits.landlock_abi() if self.cfg.use_landlock else 0
         for name in self.cfg.preload:
-            try:
-                importlib.import_module(name)
-            except Exception:
-                pass  # a missing optional library only costs the program its own import
+            if self.cfg.eager is None or name.split(".")[0] in self.cfg.eager:
+                _import(name)
+            else:
+                self.on_demand.append(name)
+        # The children's fixed environment, set once here: a child then only adds HOME and TMPDIR.
+        os.environ.clear()
+        os.environ.update(CHILD_ENV)
+        harness.prepare_stdio()
         gc.freeze()  # children's collections skip (and so do not copy-on-write) everything imported so far
         self.base = tempfile.mkdtemp(prefix=f"evoforge-sbx-{self.cfg.slot}-")
         os.chmod(self.base, 0o711)  # children (other uid) may traverse to their own dir, not list
@@ -143,7 +152,24 @@ class Zygote:
             procs.kill_subtree(os.getpid())
             shutil.rmtree(self.base, ignore_errors=True)
 
+    def warm_up(self, req: dict[str, Any]) -> None:
+        """Import the on-demand preload modules this request's code mentions, once and for all.
+
+        Every fork pays for the zygote's address space (page tables copied at fork, torn down at
+        exit), so scipy is only made warm for runs whose programs use it. The code is only
+        searched for the package name, never run here.
+        """
+        text = None
+        for name in list(self.on_demand):
+            if text is None:
+                text = req["code"] + str(req.get("evaluator_source") or "")
+            if name.split(".")[0] in text:
+                _import(name)
+                self.on_demand.remove(name)
+                gc.freeze()
+
     def evaluate(self, req: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
+        self.warm_up(req)
         self.count += 1
         workdir = os.path.join(self.base, f"run{self.count}")
         os.mkdir(workdir, 0o700)
@@ -156,7 +182,7 @@ class Zygote:
         try:
             return self._run(req, workdir)
         finally:
-            _rmtree(workdir)
+            _remove_workdir(workdir, prog)
 
     def _run(self, req: dict[str, Any], workdir: str) -> tuple[dict[str, Any], bytes]:
         out_r, out_w = os.pipe()
@@ -192,11 +218,10 @@ class Zygote:
     def _supervise(self, pid: int, t0: float, timeout: float, tails: dict[int, Tail], res_r: int, res: bytearray, res_cap: int) -> str:
         """Wait for the child to exit while collecting its output; returns '', 'timeout', 'oversized' or 'procs'."""
         pidfd = os.pidfd_open(pid)
-        sel = selectors.DefaultSelector()
+        poller = select.poll()  # no per-run epoll descriptor to create and close
         try:
-            sel.register(pidfd, selectors.EVENT_READ)
-            for fd in (*tails, res_r):
-                sel.register(fd, selectors.EVENT_READ)
+            for fd in (pidfd, *tails, res_r):
+                poller.register(fd, select.POLLIN)
             deadline = t0 + timeout
             watchdog = self.cfg.uid is None  # without a dedicated uid RLIMIT_NPROC cannot hold a fork bomb
             next_check = time.monotonic() + WATCHDOG_PERIOD
@@ -208,13 +233,12 @@ class Zygote:
                 wait = deadline - now
                 if watchdog:
                     wait = min(wait, max(0.0, next_check - now))
-                for key, _ in sel.select(wait):
-                    fd = key.fd
+                for fd, _ in poller.poll(math.ceil(wait * 1000)):
                     if fd == pidfd:
                         return ""
                     data = os.read(fd, 1 << 16)
                     if not data:
-                        sel.unregister(fd)
+                        poller.unregister(fd)
                     elif fd == res_r:
                         res += data
                         if len(res) > res_cap:
@@ -228,29 +252,27 @@ class Zygote:
                         procs.kill_group(pid)
                         return "procs"
         finally:
-            sel.close()
             os.close(pidfd)
 
     @staticmethod
     def _drain(tails: dict[int, Tail], res_r: int, res: bytearray, res_cap: int) -> None:
         """Read what is left in the pipes; every writer is dead by now, so EOF comes quickly."""
-        sel = selectors.DefaultSelector()
-        for fd in (*tails, res_r):
-            sel.register(fd, selectors.EVENT_READ)
+        poller = select.poll()
+        open_fds = {*tails, res_r}
+        for fd in open_fds:
+            poller.register(fd, select.POLLIN)
         deadline = time.monotonic() + 1.0
-        try:
-            while sel.get_map() and time.monotonic() < deadline:
-                for key, _ in sel.select(0.1):
-                    data = os.read(key.fd, 1 << 16)
-                    if not data:
-                        sel.unregister(key.fd)
-                    elif key.fd == res_r:
-                        if len(res) <= res_cap:
-                            res += data
-                    else:
-                        tails[key.fd].add(data)
-        finally:
-            sel.close()
+        while open_fds and time.monotonic() < deadline:
+            for fd, _ in poller.poll(100):
+                data = os.read(fd, 1 << 16)
+                if not data:
+                    poller.unregister(fd)
+                    open_fds.discard(fd)
+                elif fd == res_r:
+                    if len(res) <= res_cap:
+                        res += data
+                else:
+                    tails[fd].add(data)
 
     def _child(self, req: dict[str, Any], workdir: str, out_w: int, err_w: int, res_w: int) -> None:
         """In the forked child: confine, then run the harness. Never returns."""
@@ -281,8 +303,7 @@ class Zygote:
                 limits.landlock_confine([workdir, os.devnull], self.features["landlock_abi"])
             if self.cfg.uid is None:
                 limits.drop_capabilities()  # root forced down this path, or caps inside a user namespace
-            os.environ.clear()
-            os.environ.update(CHILD_ENV, HOME=workdir, TMPDIR=workdir)
+            os.environ["HOME"] = os.environ["TMPDIR"] = workdir  # the rest is CHILD_ENV already (prepare)
             tempfile.tempdir = None
         except BaseException as exc:
             try:
@@ -340,6 +361,15 @@ def _parse_result(res: bytes) -> tuple[dict[str, Any] | None, bytes]:
     return head, rest[4 : 4 + m]
 
 
+def _remove_workdir(workdir: str, prog: str) -> None:
+    """Most programs create nothing: unlink + rmdir then; anything else goes through _rmtree."""
+    try:
+        os.unlink(prog)
+        os.rmdir(workdir)
+    except OSError:
+        _rmtree(workdir)
+
+
 def _rmtree(path: str) -> None:
     def fix(func: Any, p: str, _exc: Any) -> None:
         try:
@@ -353,6 +383,13 @@ def _rmtree(path: str) -> None:
         shutil.rmtree(path, onexc=fix)
     else:
         shutil.rmtree(path, onerror=fix)
+
+
+def _import(name: str) -> None:
+    try:
+        importlib.import_module(name)
+    except Exception:
+        pass  # a missing optional library only costs the program its own import
 
 
 def _vm_size_mb() -> int:
