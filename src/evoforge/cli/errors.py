@@ -12,7 +12,8 @@ import typer
 def _user_error_types() -> tuple[type[BaseException], ...]:
     types: list[type[BaseException]] = [FileNotFoundError, KeyError, ValueError, PermissionError]
     for mod, name in (("evoforge.engine.loop", "EngineError"), ("evoforge.llm", "BackendError"),
-                      ("evoforge.cli.run", "UserError")):
+                      ("evoforge.cli.run", "UserError"), ("evoforge.rl", "RLError"),
+                      ("evoforge.sandbox", "SandboxError")):
         try:
             module = __import__(mod, fromlist=[name])
             types.append(getattr(module, name))

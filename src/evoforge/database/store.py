@@ -12,7 +12,7 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from evoforge.database.base import Program
 
@@ -152,6 +152,13 @@ class RunStore:
         q = "SELECT canon_hash FROM children WHERE canon_hash IS NOT NULL AND child_class IN (?,?,?)"
         for (h,) in self.db.execute(q, EVALUATED_CLASSES):
             yield h
+
+    def rehash(self, hash_fn: Callable[[str], str]) -> None:
+        """Recompute every stored canonical hash (the hashing scheme changed between versions)."""
+        rows = self.db.execute("SELECT id, code FROM children WHERE code IS NOT NULL").fetchall()
+        with self._tx():
+            for child_id, code in rows:
+                self.db.execute("UPDATE children SET canon_hash = ? WHERE id = ?", (hash_fn(code), child_id))
 
     def class_counts(self) -> dict[str, int]:
         rows = self.db.execute(

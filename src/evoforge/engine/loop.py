@@ -18,6 +18,8 @@ import numpy as np
 
 from evoforge.database.base import ChildOutcome, Pick, Program, SELECTORS, Selector
 from evoforge.database.store import ChildRow, RunStore
+from evoforge.edits import canonical_hash
+from evoforge.edits.canonical import HASH_SCHEME
 from evoforge.engine.checks import Candidate, class_of, early_check
 from evoforge.engine.config import RunConfig
 from evoforge.engine import outputs
@@ -136,9 +138,13 @@ class Engine:
             self.store.set_meta("task", self.task.name)
             self.store.set_meta("direction", self.task.direction.value)
             self.store.set_meta("target", self.task.target)
+            self.store.set_meta("hash_scheme", HASH_SCHEME)
             self._evaluate_seed()
             self.step_index = 1
             return
+        if self.store.get_meta("hash_scheme") != HASH_SCHEME:  # written by another evoforge version
+            self.store.rehash(canonical_hash)
+            self.store.set_meta("hash_scheme", HASH_SCHEME)
         programs = {p.id: p for p in self.store.programs()}
         self.selector.load_state_dict(last["selector_state"], programs)
         self.rng.bit_generator.state = last["rng_state"]
@@ -159,8 +165,6 @@ class Engine:
         [child_id] = self.store.add_responses(0, [dict(pick=0, resp=0, response=None)])
         self.store.set_meta("seed_id", child_id)
         ev = score_result(self.task, self.executor.run_many([self._request(code)])[0])
-        from evoforge.edits import canonical_hash
-
         h = canonical_hash(code)
         cls = class_of(ev.status)
         self._record_evaluation(child_id, code, h, ev, cls, edit_feedback="")

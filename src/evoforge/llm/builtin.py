@@ -34,7 +34,7 @@ DEFAULT_WEIGHTS: dict[str, float] = {
     "introduce_constant": 0.07,
     "swap_operator": 0.06,
     "edit_list": 0.05,
-    "duplicate_statement": 0.04,
+    "duplicate_statement": 0.07,
     "delete_statement": 0.02,
     "crossover": 0.15,  # only when a partner or inspirations are given
 }
@@ -79,6 +79,7 @@ class BuiltinMutator(Backend):
         weights: dict[str, float] | None = None,
         p_large: float = 0.6,
         p_coupled: float = 0.6,
+        p_extra_block: float = 0.3,
         **_: object,
     ):
         if not 0.0 <= p_careless <= 1.0:
@@ -88,6 +89,7 @@ class BuiltinMutator(Backend):
         self.p_large = float(p_large)  # share of numeric mutations that jump rather than step
         self.p_coupled = float(p_coupled)  # share that change every copy of the literal at once
         self.max_blocks = max(1, int(max_blocks))
+        self.p_extra_block = float(p_extra_block)  # one more block after each: geometric count
         self.weights = {**DEFAULT_WEIGHTS, **(weights or {})}
         unknown = set(self.weights) - set(DEFAULT_WEIGHTS)
         if unknown:
@@ -121,7 +123,7 @@ class BuiltinMutator(Backend):
             if careless is not None:
                 return careless
         k = 1
-        while k < self.max_blocks and rng.random() < 0.45:
+        while k < self.max_blocks and rng.random() < self.p_extra_block:
             k += 1
         code, blocks, steps = parent, [], []
         for _ in range(k):
