@@ -96,6 +96,8 @@ def test_program_without_markers_is_edited_anywhere_and_options_checked():
     assert apply_edits(code, parse_edits(mu.text)).code == mu.code
     with pytest.raises(ValueError, match="unknown mutation operator"):
         BuiltinMutator(weights={"teleport": 1.0})
+    with pytest.raises(ValueError, match="p_extra_block must be in"):
+        BuiltinMutator(p_extra_block=1.5)
     nothing = BuiltinMutator(seed=0, p_careless=0.0).mutate("", np.random.default_rng(0))
     assert nothing.kind == "no_block"
 

@@ -62,6 +62,7 @@ class BuiltinMutator(Backend):
     """Model-free mutation operator (see module docstring).
 
     Options: seed, p_careless (share of careless answers), max_blocks (per response),
+    p_extra_block (chance of one more block after each),
     weights (operator -> relative weight), p_large (share of numeric jumps vs small steps for a
     round literal; halved for one written with 4+ significant digits), p_coupled (share of
     numeric mutations that change every copy of the literal).
@@ -79,11 +80,13 @@ class BuiltinMutator(Backend):
         weights: dict[str, float] | None = None,
         p_large: float = 0.6,
         p_coupled: float = 0.6,
-        p_extra_block: float = 0.3,
+        p_extra_block: float = 0.45,
         **_: object,
     ):
-        if not 0.0 <= p_careless <= 1.0:
-            raise ValueError(f"p_careless must be in [0, 1], got {p_careless}")
+        for name, p in (("p_careless", p_careless), ("p_large", p_large), ("p_coupled", p_coupled),
+                        ("p_extra_block", p_extra_block)):
+            if not 0.0 <= p <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {p}")
         self.seed = int(seed)
         self.p_careless = p_careless
         self.p_large = float(p_large)  # share of numeric mutations that jump rather than step
