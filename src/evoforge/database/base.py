@@ -61,6 +61,7 @@ class Selector(ABC):
     """
 
     name: str = "selector"
+    _best: Program | None = None  # kept current by add()
 
     def __init__(self, rng: np.random.Generator, **options: Any):
         self.rng = rng
@@ -74,8 +75,10 @@ class Selector(ABC):
     def observe(self, pick: Pick, outcomes: list[ChildOutcome]) -> None:  # noqa: B027
         pass
 
-    @abstractmethod
-    def best(self) -> Program: ...
+    def best(self) -> Program:
+        if self._best is None:
+            raise RuntimeError(f"{self.name}: no program yet")
+        return self._best
 
     @abstractmethod
     def __len__(self) -> int: ...

@@ -294,11 +294,6 @@ class MapElites(Selector):
                 take(self._entries[self._grids[island][cell]].pid)
         return out
 
-    def best(self) -> Program:
-        if self._best is None:
-            raise RuntimeError("map-elites: no program yet")
-        return self._best
-
     def __len__(self) -> int:
         return len(self._entries)
 

@@ -242,11 +242,6 @@ class PACEvolve(Selector):
             if pid not in needed and pid not in self._seeds:
                 self._programs.pop(pid, None)
 
-    def best(self) -> Program:
-        if self._best is None:
-            raise RuntimeError("pacevolve: no program yet")
-        return self._best
-
     def __len__(self) -> int:
         return len(self._programs)
 

@@ -197,11 +197,6 @@ class PUCT(Selector):
                 self._n[a] += 1
         self._total += 1
 
-    def best(self) -> Program:
-        if self._best is None:
-            raise RuntimeError("puct: no program yet")
-        return self._best
-
     def __len__(self) -> int:
         return len(self._programs)
 

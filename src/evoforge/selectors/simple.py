@@ -50,11 +50,6 @@ class BestOfN(Selector):
             raise RuntimeError("best-of-n: sample() before any program was added")
         return [Pick(parent=self._seed, context={"selector": self.name}) for _ in range(k)]
 
-    def best(self) -> Program:
-        if self._best is None:
-            raise RuntimeError("best-of-n: no program yet")
-        return self._best
-
     def __len__(self) -> int:
         return self._count
 
@@ -123,11 +118,6 @@ class EpsilonGreedy(Selector):
                 how = "best"
             picks.append(Pick(parent=parent, context={"selector": self.name, "how": how}))
         return picks
-
-    def best(self) -> Program:
-        if self._best is None:
-            raise RuntimeError("greedy: no program yet")
-        return self._best
 
     def __len__(self) -> int:
         return len(self._members)
