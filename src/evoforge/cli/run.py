@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
 import time
 from pathlib import Path
 from typing import Any, Optional
@@ -71,7 +70,6 @@ def resume(
 ) -> None:
     """Continue a run (after a crash or kill) with its own config; nothing evaluated is redone."""
     with user_errors():
-        from evoforge.database.store import RunStore
         from evoforge.engine.config import build_config
 
         store = _open_store(run_dir)
@@ -149,7 +147,7 @@ def _best_curve(store: Any, direction: str) -> list[tuple[int, float]]:
 
 
 def _execute(cfg: Any, run_dir: Path, quiet: bool) -> None:
-    from evoforge.engine import Engine, StepStats
+    from evoforge.engine import Engine
 
     logging.basicConfig(level=logging.INFO, format="%(message)s", handlers=[_log_handler()])
     display = _Display(cfg.budget, quiet)

@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from evoforge.database.base import ChildOutcome, Pick, Program, SELECTORS, Selector
+from evoforge.database.base import ChildOutcome, Pick, Program, Selector
 from evoforge.database.store import ChildRow, RunStore
 from evoforge.edits import canonical_hash
 from evoforge.edits.canonical import HASH_SCHEME
@@ -105,7 +105,7 @@ class Engine:
             while not self._should_stop(started):
                 self._step(self.step_index)
                 self.step_index += 1
-            outputs.refresh(self.run_dir, self.task, self.store, force=True)
+            outputs.refresh(self.run_dir, self.task, self.store)
             return outputs.summary(self.store, self.task)
         finally:
             self.close()

@@ -26,7 +26,7 @@ def write_best(run_dir: Path, task: Task, program: Program, obj: Any) -> None:
     _atomic_write(run_dir / BEST_OBJECT, json.dumps(payload, default=_json_default))
 
 
-def refresh(run_dir: Path, task: Task, store: RunStore, force: bool = False) -> None:
+def refresh(run_dir: Path, task: Task, store: RunStore) -> None:
     """Redraw the best object and the score curve; a drawing problem never stops a run."""
     try:
         from evoforge.viz import draw_object, plot_history

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from evoforge.sandbox import limits, procs
-from evoforge.sandbox.base import EvalRequest, SandboxResult, Status
+from evoforge.sandbox.base import EvalRequest, SandboxResult
 from evoforge.sandbox.dispatch import Dispatcher, to_result
 from evoforge.sandbox.protocol import ChannelClosed, ChannelTimeout, read_json
 
