@@ -174,5 +174,5 @@ def test_smollm2_generates_and_takes_an_rl_step():
     out = b.generate([prompt], GenerationConfig(n=2, temperature=1.0, max_tokens=24, seed=0))
     assert all(r.token_ids and len(r.logprobs) == len(r.token_ids) for r in out[0])
     learner = make_learner(TrainConfig(model="smollm2", device="cpu"), b)
-    m = learner.update(ranked(out))
+    m = learner.update([[Rollout(prompt, r, float(j)) for j, r in enumerate(out[0])]])
     assert m["trained_sequences"] == 2 and m["grad_norm"] > 0
