@@ -88,13 +88,13 @@ def show(
 ) -> None:
     """Best score, best program, counts per class and the score over evaluations."""
     with user_errors():
-        from evoforge.engine.outputs import BEST_PROGRAM, summary
+        from evoforge.engine.outputs import BEST_PROGRAM, improvements, summary
 
         store = _open_store(run_dir)
         try:
             info = summary(store)
             info["run_dir"] = str(run_dir)
-            info["score_over_evaluations"] = _best_curve(store, info.get("direction") or "max")
+            info["score_over_evaluations"] = improvements(store, info.get("direction") or "max")
         finally:
             store.close()
         if as_json:
@@ -132,18 +132,6 @@ def _open_store(run_dir: Path) -> Any:
     if not (Path(run_dir) / RUN_DB).is_file():
         raise UserError(f"{run_dir} is not a run directory (no {RUN_DB})")
     return RunStore(Path(run_dir) / RUN_DB)
-
-
-def _best_curve(store: Any, direction: str) -> list[tuple[int, float]]:
-    """(evaluation number, best score so far) at each improvement."""
-    best = None
-    curve = []
-    for i, (_, score, cls) in enumerate(store.score_history(), start=1):
-        if cls == "evaluated" and score is not None:
-            if best is None or (score > best if direction == "max" else score < best):
-                best = score
-                curve.append((i, score))
-    return curve
 
 
 def _execute(cfg: Any, run_dir: Path, quiet: bool) -> None:

@@ -39,7 +39,7 @@ def refresh(run_dir: Path, task: Task, store: RunStore) -> None:
             if best.get("data") is not None:
                 draw_object(task.object_kind, best["data"], run_dir / BEST_PICTURE,
                             title=f"{task.name}: {best['score']:.10g}")
-        evals, bests, scores = _curve(store, task)
+        evals, bests, scores = curve(store, task.direction.value)
         if evals:
             plot_history(evals, bests, run_dir / HISTORY_PICTURE, title=task.name,
                          direction=task.direction.value, target=task.target, scores=scores)
@@ -47,7 +47,7 @@ def refresh(run_dir: Path, task: Task, store: RunStore) -> None:
         log.warning("could not draw pictures: %s", exc)
 
 
-def _curve(store: RunStore, task: Task) -> tuple[list[int], list[float], list[float | None]]:
+def curve(store: RunStore, direction: str) -> tuple[list[int], list[float], list[float | None]]:
     """Per sandbox evaluation: its number, the best score so far, its own score (None if invalid)."""
     evals: list[int] = []
     bests: list[float] = []
@@ -55,13 +55,19 @@ def _curve(store: RunStore, task: Task) -> tuple[list[int], list[float], list[fl
     best = None
     for n, (_, score, cls) in enumerate(store.score_history(), start=1):
         valid = cls == "evaluated" and score is not None
-        if valid and (best is None or task.better(score, best)):
+        if valid and (best is None or (score > best if direction == "max" else score < best)):
             best = score
         if best is not None:
             evals.append(n)
             bests.append(best)
             scores.append(score if valid else None)
     return evals, bests, scores
+
+
+def improvements(store: RunStore, direction: str) -> list[tuple[int, float]]:
+    """(evaluation number, new best score) at each improvement of the search."""
+    evals, bests, _ = curve(store, direction)
+    return [(e, b) for k, (e, b) in enumerate(zip(evals, bests)) if k == 0 or b != bests[k - 1]]
 
 
 def summary(store: RunStore, task: Task | None = None) -> dict[str, Any]:
