@@ -62,6 +62,13 @@ class RunConfig(BaseModel):
     def _check(self) -> "RunConfig":
         if self.env == "static" and self.selector not in ("map-elites", "best-of-n"):
             raise ValueError("env 'static' always prompts from the initial program; leave selector unset")
+        if self.train is not None:  # checked here, before a model is loaded for nothing
+            from evoforge.rl import RLError, train_config
+
+            try:
+                train_config(self.train)
+            except RLError as exc:
+                raise ValueError(str(exc)) from None
         return self
 
 
