@@ -109,3 +109,41 @@ def test_user_mistakes_are_one_line(tmp_path):
     bad.write_text("budgte: 10\n")
     res = _run(["run", "circle-packing-26", "--config", str(bad), "--run-dir", str(tmp_path / "w")])
     assert res.returncode == 2 and "budgte" in res.stderr
+
+
+def test_kill_inside_the_last_step_past_the_budget_still_finishes_that_step(tmp_path):
+    """The last step may evaluate past the budget; a kill inside it must not leave children unclassified.
+
+    Found by CI: killed after 10 of the last step's 11 evaluations, the resumed run saw the
+    budget reached and stopped, leaving one stored response without a class for ever.
+    """
+    import shutil
+
+    reference = tmp_path / "reference"
+    assert _run(["run", "circle-packing-26", *ARGS, "--run-dir", str(reference)]).returncode == 0
+    expected = _children(reference)
+    budget = int(ARGS[ARGS.index("--budget") + 1])
+
+    crashed = tmp_path / "crashed"
+    shutil.copytree(reference, crashed)
+    db = sqlite3.connect(crashed / "run.db")
+    last = db.execute("SELECT MAX(step) FROM steps").fetchone()[0]
+    last_child = db.execute(
+        "SELECT MAX(id) FROM children WHERE step = ? AND child_class = 'evaluated'", (last,)
+    ).fetchone()[0]
+    evaluations = db.execute(
+        "SELECT COUNT(*) FROM children WHERE child_class IN ('evaluated', 'invalid', 'no_solution')"
+    ).fetchone()[0]
+    assert evaluations - 1 >= budget, "the scenario needs a last step that overshoots the budget"
+    # the state a kill leaves just before the last evaluation is stored and the step committed
+    db.execute("UPDATE children SET code = NULL, canon_hash = NULL, child_class = NULL, status = NULL,"
+               " score = NULL, fitness = NULL, reward = NULL, metrics = NULL, feedback = NULL,"
+               " wall_time = NULL WHERE id = ?", (last_child,))
+    db.execute("DELETE FROM objects WHERE child_id = ?", (last_child,))
+    db.execute("DELETE FROM steps WHERE step = ?", (last,))
+    db.commit()
+    db.close()
+
+    resumed = _run(["resume", str(crashed), "--quiet"])
+    assert resumed.returncode == 0, resumed.stderr
+    assert _children(crashed) == expected

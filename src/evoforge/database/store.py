@@ -170,8 +170,10 @@ class RunStore:
         q = "SELECT COUNT(*) FROM children WHERE child_class IN (?,?,?)"
         return int(self.db.execute(q, EVALUATED_CLASSES).fetchone()[0])
 
-    def count_children(self) -> int:
-        return int(self.db.execute("SELECT COUNT(*) FROM children WHERE step > 0").fetchone()[0])
+    def count_children(self, up_to_step: int | None = None) -> int:
+        """Children of the finished steps (``up_to_step``) or of all steps; the seed is not a child."""
+        q = "SELECT COUNT(*) FROM children WHERE step > 0 AND step <= ?"
+        return int(self.db.execute(q, (up_to_step if up_to_step is not None else 2**62,)).fetchone()[0])
 
     def score_history(self) -> list[tuple[int, float | None, str]]:
         """(id, score, class) of every sandbox evaluation in order: the search's trace."""

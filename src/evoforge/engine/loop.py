@@ -102,7 +102,11 @@ class Engine:
         started = time.monotonic()
         try:
             self._start_or_resume()
-            while not self._should_stop(started):
+            # A step cut short by a kill is finished first, even past the budget: its responses and
+            # some evaluations are stored, and stopping would leave them unclassified for good.
+            pending = bool(self.store.step_children(self.step_index))
+            while pending or not self._should_stop(started):
+                pending = False
                 self._step(self.step_index)
                 self.step_index += 1
             outputs.refresh(self.run_dir, self.task, self.store)
@@ -151,7 +155,7 @@ class Engine:
         self.known_hashes = set(self.store.evaluated_hashes())
         self.best = max(programs.values(), key=lambda p: p.fitness) if programs else None
         self.evaluated = self.store.count_evaluations()
-        self.children = self.store.count_children()
+        self.children = self.store.count_children(up_to_step=last["step"])
         self.step_index = last["step"] + 1
         if self.best is not None:  # the files may predate the kill
             outputs.write_best(self.run_dir, self.task, self.best, self.store.get_object(self.best.id))
