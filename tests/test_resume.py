@@ -14,6 +14,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 CMD = [sys.executable, "-m", "evoforge.cli.main"]
 ARGS = ["--budget", "240", "--seed", "7", "-B", "6", "-n", "4", "--quiet"]
 
@@ -39,10 +41,12 @@ def test_killed_run_resumes_without_losing_or_repeating_work(tmp_path):
     expected = _children(reference)
 
     killed = tmp_path / "killed"
+    snapshots = tmp_path / "snapshots.yaml"  # so that resumes also replay steps after a snapshot
+    snapshots.write_text("snapshot_interval: 0.3\n")
+    run_killed = CMD + ["run", "circle-packing-26", *ARGS, "--config", str(snapshots), "--run-dir", str(killed)]
     rng = random.Random(1234)
     kills = 0
-    proc = subprocess.Popen(CMD + ["run", "circle-packing-26", *ARGS, "--run-dir", str(killed)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(run_killed, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     while True:
         try:
             proc.wait(timeout=rng.uniform(0.4, 2.5))
@@ -52,8 +56,7 @@ def test_killed_run_resumes_without_losing_or_repeating_work(tmp_path):
             proc.wait()
             kills += 1
         if not (killed / "run.db").exists():
-            proc = subprocess.Popen(CMD + ["run", "circle-packing-26", *ARGS, "--run-dir", str(killed)],
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            proc = subprocess.Popen(run_killed, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             continue
         if kills >= 4:
             break
@@ -111,39 +114,75 @@ def test_user_mistakes_are_one_line(tmp_path):
     assert res.returncode == 2 and "budgte" in res.stderr
 
 
-def test_kill_inside_the_last_step_past_the_budget_still_finishes_that_step(tmp_path):
+
+class _Killed(Exception):
+    pass
+
+
+class _DiesInLastEvaluation:
+    """Wraps the pool; on its ``die_on``-th batch it hands back all results but the last, then
+    raises: the state a kill leaves just before a step's last evaluation is stored."""
+
+    def __init__(self, inner, die_on: int | None = None):
+        self.inner, self.die_on, self.calls = inner, die_on, 0
+
+    def run_iter(self, requests):
+        self.calls += 1
+        for m, item in enumerate(self.inner.run_iter(requests)):
+            if self.calls == self.die_on and m == len(requests) - 1:
+                raise _Killed
+            yield item
+
+    def run_many(self, requests):
+        return self.inner.run_many(requests)
+
+    def close(self):
+        pass
+
+
+@pytest.fixture(scope="module")
+def pool():
+    from evoforge.sandbox import SandboxPool
+
+    with SandboxPool(workers=2) as p:
+        yield p
+
+
+@pytest.mark.parametrize("snapshot_interval", [0.0, 1e9])  # a snapshot every step / replay from the seed
+def test_kill_inside_the_last_step_past_the_budget_still_finishes_that_step(tmp_path, pool, snapshot_interval):
     """The last step may evaluate past the budget; a kill inside it must not leave children unclassified.
 
     Found by CI: killed after 10 of the last step's 11 evaluations, the resumed run saw the
     budget reached and stopped, leaving one stored response without a class for ever.
     """
-    import shutil
+    from evoforge.engine import Engine, build_config
 
-    reference = tmp_path / "reference"
-    assert _run(["run", "circle-packing-26", *ARGS, "--run-dir", str(reference)]).returncode == 0
-    expected = _children(reference)
-    budget = int(ARGS[ARGS.index("--budget") + 1])
+    cfg = build_config(task="circle-packing-26", budget=240, seed=7, batch_size=6, n=4,
+                       snapshot_interval=snapshot_interval)
+    counting = _DiesInLastEvaluation(pool)
+    Engine(cfg, tmp_path / "reference", executor=counting).run()
+    expected = _children(tmp_path / "reference")
+    evaluations = sum(1 for *_, cls, _ in expected if cls in ("evaluated", "invalid", "no_solution"))
+    assert evaluations - 1 >= cfg.budget, "the scenario needs a last step that overshoots the budget"
 
-    crashed = tmp_path / "crashed"
-    shutil.copytree(reference, crashed)
-    db = sqlite3.connect(crashed / "run.db")
-    last = db.execute("SELECT MAX(step) FROM steps").fetchone()[0]
-    last_child = db.execute(
-        "SELECT MAX(id) FROM children WHERE step = ? AND child_class = 'evaluated'", (last,)
-    ).fetchone()[0]
-    evaluations = db.execute(
-        "SELECT COUNT(*) FROM children WHERE child_class IN ('evaluated', 'invalid', 'no_solution')"
-    ).fetchone()[0]
-    assert evaluations - 1 >= budget, "the scenario needs a last step that overshoots the budget"
-    # the state a kill leaves just before the last evaluation is stored and the step committed
-    db.execute("UPDATE children SET code = NULL, canon_hash = NULL, child_class = NULL, status = NULL,"
-               " score = NULL, fitness = NULL, reward = NULL, metrics = NULL, feedback = NULL,"
-               " wall_time = NULL WHERE id = ?", (last_child,))
-    db.execute("DELETE FROM objects WHERE child_id = ?", (last_child,))
-    db.execute("DELETE FROM steps WHERE step = ?", (last,))
-    db.commit()
-    db.close()
+    with pytest.raises(_Killed):
+        Engine(cfg, tmp_path / "killed", executor=_DiesInLastEvaluation(pool, die_on=counting.calls)).run()
+    assert _children(tmp_path / "killed") != expected  # one child is not classified yet
+    Engine(cfg, tmp_path / "killed", executor=pool).run()
+    assert _children(tmp_path / "killed") == expected
 
-    resumed = _run(["resume", str(crashed), "--quiet"])
-    assert resumed.returncode == 0, resumed.stderr
-    assert _children(crashed) == expected
+
+@pytest.mark.parametrize("selector", ["map-elites", "puct", "pacevolve", "greedy", "best-of-n"])
+def test_every_selector_replays_exactly_from_its_snapshot(tmp_path, pool, selector):
+    """Killed mid-run with the only snapshot at the seed: resume replays every finished step
+    (same parents, same random state, checked) and ends with the uninterrupted run's children."""
+    from evoforge.engine import Engine, build_config
+
+    cfg = build_config(task="circle-packing-26", budget=120, seed=3, batch_size=4, n=4, selector=selector,
+                       snapshot_interval=1e9)
+    counting = _DiesInLastEvaluation(pool)
+    Engine(cfg, tmp_path / "reference", executor=counting).run()
+    with pytest.raises(_Killed):
+        Engine(cfg, tmp_path / "killed", executor=_DiesInLastEvaluation(pool, die_on=counting.calls // 2)).run()
+    Engine(cfg, tmp_path / "killed", executor=pool).run()
+    assert _children(tmp_path / "killed") == _children(tmp_path / "reference")

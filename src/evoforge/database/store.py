@@ -1,9 +1,13 @@
 """The run store: one SQLite file (WAL) holding every child, every step and the selector state.
 
 Crash safety: responses are written as soon as the backend returns them, each evaluation as
-soon as it finishes, and a step's end (selector state, rng state) in one transaction. A run
+soon as it finishes, and a step's end (its figures and the rng state) in one transaction. A run
 killed at any instant resumes from the last finished step, reusing the stored responses and
 evaluations of the unfinished one, so no evaluated program is lost or duplicated.
+
+The selector's state is O(population) (3.8 MB of JSON for map-elites at 100 000 programs), so
+it is not written at every step: one snapshot row is replaced now and then, and a resume
+replays the finished steps after it from the stored children (see ``Engine._replay``).
 """
 from __future__ import annotations
 
@@ -34,9 +38,12 @@ CREATE TABLE IF NOT EXISTS children (
 CREATE INDEX IF NOT EXISTS children_class ON children (child_class);
 CREATE TABLE IF NOT EXISTS steps (
     step INTEGER PRIMARY KEY,
-    selector_state TEXT NOT NULL, rng_state TEXT NOT NULL,
+    rng_state TEXT NOT NULL,     -- after the step: replays check they arrive at the same state
     best_id INTEGER, best_score REAL, evaluated INTEGER, children INTEGER,
     train_metrics TEXT, seconds REAL, finished_at REAL
+);
+CREATE TABLE IF NOT EXISTS snapshot (  -- one row: the selector as it was after ``step``
+    id INTEGER PRIMARY KEY CHECK (id = 0), step INTEGER NOT NULL, selector_state TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS objects (child_id INTEGER PRIMARY KEY, object TEXT NOT NULL);
 """
@@ -68,6 +75,19 @@ class RunStore:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")  # durable against process kills (not power loss)
         self.db.executescript(SCHEMA)
+        self._upgrade()
+
+    def _upgrade(self) -> None:
+        """Run stores of evoforge <= 0.1 kept a selector state in every steps row: keep the last."""
+        cols = [r[1] for r in self.db.execute("PRAGMA table_info(steps)")]
+        if "selector_state" not in cols:
+            return
+        with self._tx():
+            self.db.execute(
+                "INSERT OR REPLACE INTO snapshot (id, step, selector_state) SELECT 0, step, selector_state"
+                " FROM steps ORDER BY step DESC LIMIT 1"
+            )
+            self.db.execute("ALTER TABLE steps DROP COLUMN selector_state")
 
     def close(self) -> None:
         self.db.close()
@@ -201,25 +221,42 @@ class RunStore:
         return json.loads(row[0]) if row else None
 
     # -- steps ------------------------------------------------------------------------------
-    def finish_step(self, step: int, selector_state: dict, rng_state: dict, **fields: Any) -> None:
-        """The step's commit point: after this, resume starts at ``step + 1``."""
+    def finish_step(self, step: int, rng_state: dict, selector_state: dict | None = None, **fields: Any) -> None:
+        """The step's commit point: after this, resume starts at ``step + 1``. With a
+        ``selector_state`` the snapshot moves to this step, in the same transaction."""
         if "train_metrics" in fields:
             fields["train_metrics"] = json.dumps(fields["train_metrics"])
-        cols = ["step", "selector_state", "rng_state", *fields, "finished_at"]
-        vals = [step, json.dumps(selector_state), json.dumps(rng_state), *fields.values(), time.time()]
-        self.db.execute(
-            f"INSERT OR REPLACE INTO steps ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", vals
-        )
+        cols = ["step", "rng_state", *fields, "finished_at"]
+        vals = [step, json.dumps(rng_state), *fields.values(), time.time()]
+        with self._tx():
+            self.db.execute(
+                f"INSERT OR REPLACE INTO steps ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", vals
+            )
+            if selector_state is not None:
+                self.save_snapshot(step, selector_state)
+
+    def save_snapshot(self, step: int, selector_state: dict) -> None:
+        self.db.execute("INSERT OR REPLACE INTO snapshot VALUES (0, ?, ?)", (step, json.dumps(selector_state)))
 
     def last_step(self) -> dict[str, Any] | None:
-        cur = self.db.execute("SELECT * FROM steps ORDER BY step DESC LIMIT 1")
+        return self._step_row("ORDER BY step DESC LIMIT 1")
+
+    def step_row(self, step: int) -> dict[str, Any] | None:
+        return self._step_row("WHERE step = ?", step)
+
+    def _step_row(self, where: str, *args: Any) -> dict[str, Any] | None:
+        cur = self.db.execute(f"SELECT * FROM steps {where}", args)
         row = cur.fetchone()
         if row is None:
             return None
         out = dict(zip([d[0] for d in cur.description], row))
-        out["selector_state"] = json.loads(out["selector_state"])
         out["rng_state"] = json.loads(out["rng_state"])
         return out
+
+    def snapshot(self) -> tuple[int, dict[str, Any]] | None:
+        """(step, selector state) of the latest snapshot."""
+        row = self.db.execute("SELECT step, selector_state FROM snapshot WHERE id = 0").fetchone()
+        return (int(row[0]), json.loads(row[1])) if row else None
 
     def steps(self) -> list[dict[str, Any]]:
         cur = self.db.execute(

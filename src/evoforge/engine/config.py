@@ -57,6 +57,9 @@ class RunConfig(BaseModel):
     prompt: PromptConfig = Field(default_factory=PromptConfig)
     train: Optional[dict[str, Any]] = Field(None, description="test-time RL (evoforge.rl.TrainConfig fields)")
     picture_interval: float = Field(10.0, ge=0, description="seconds between picture refreshes")
+    snapshot_interval: float = Field(
+        10.0, ge=0, description="seconds between selector snapshots; a resume replays the steps since the last one"
+    )
 
     @model_validator(mode="after")
     def _check(self) -> "RunConfig":

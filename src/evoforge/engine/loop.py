@@ -95,6 +95,7 @@ class Engine:
         self.children = 0
         self.step_index = 0
         self._pictures_at = time.monotonic()  # the first pictures after one interval
+        self._snapshot_step, self._snapshot_at = -1, time.monotonic()  # the selector's last snapshot
 
     # -- lifecycle ---------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
@@ -109,6 +110,8 @@ class Engine:
                 pending = False
                 self._step(self.step_index)
                 self.step_index += 1
+            if self._snapshot_step != self.step_index - 1:  # a resume of the finished run replays nothing
+                self.store.save_snapshot(self.step_index - 1, self.selector.state_dict())
             outputs.refresh(self.run_dir, self.task, self.store)
             return outputs.summary(self.store, self.task)
         finally:
@@ -150,10 +153,16 @@ class Engine:
             self.store.rehash(canonical_hash)
             self.store.set_meta("hash_scheme", HASH_SCHEME)
         programs = {p.id: p for p in self.store.programs()}
-        self.selector.load_state_dict(last["selector_state"], programs)
-        self.rng.bit_generator.state = last["rng_state"]
+        snapshot = self.store.snapshot()
+        if snapshot is None:
+            raise EngineError(f"{self.store.path} has finished steps but no selector snapshot: not a run store")
+        self._snapshot_step, state = snapshot
+        self.selector.load_state_dict(state, programs)
+        self.rng.bit_generator.state = self.store.step_row(self._snapshot_step)["rng_state"]
         self.known_hashes = set(self.store.evaluated_hashes())
         self.best = max(programs.values(), key=lambda p: p.fitness) if programs else None
+        for k in range(self._snapshot_step + 1, last["step"] + 1):
+            self._replay(k)
         self.evaluated = self.store.count_evaluations()
         self.children = self.store.count_children(up_to_step=last["step"])
         self.step_index = last["step"] + 1
@@ -179,8 +188,9 @@ class Engine:
         self.selector.add(seed)
         self.best = seed
         self.store.put_object(child_id, ev.object)
-        self.store.finish_step(0, self.selector.state_dict(), self.rng.bit_generator.state,
+        self.store.finish_step(0, self.rng.bit_generator.state, self.selector.state_dict(),
                                best_id=seed.id, best_score=seed.score, evaluated=self.evaluated, children=0)
+        self._snapshot_step, self._snapshot_at = 0, time.monotonic()
         outputs.write_best(self.run_dir, self.task, seed, ev.object)
 
     # -- one step ----------------------------------------------------------------------------
@@ -199,13 +209,7 @@ class Engine:
             by_pick.setdefault(r.pick, []).append(r)
 
         outcomes, improved = self._check_and_evaluate(picks, by_pick, k)
-
-        for i, pick in enumerate(picks):
-            for oc in outcomes[i]:
-                if oc.program is not None:
-                    self.selector.add(oc.program)
-        for i, pick in enumerate(picks):
-            self.selector.observe(pick, outcomes[i])
+        self._feed_selector(picks, outcomes)
 
         train_metrics = self._train(k, prompts, by_pick, outcomes, fresh) if self.learner is not None else {}
         counts: dict[str, int] = {}
@@ -213,11 +217,14 @@ class Engine:
             for oc in ocs:
                 counts[oc.child_class] = counts.get(oc.child_class, 0) + 1
         seconds = time.monotonic() - t0
+        snapshot = time.monotonic() - self._snapshot_at >= self.cfg.snapshot_interval
         self.store.finish_step(
-            k, self.selector.state_dict(), self.rng.bit_generator.state,
+            k, self.rng.bit_generator.state, self.selector.state_dict() if snapshot else None,
             best_id=self.best.id if self.best else None, best_score=self.best.score if self.best else None,
             evaluated=self.evaluated, children=len(rows), seconds=seconds, train_metrics=train_metrics,
         )
+        if snapshot:
+            self._snapshot_step, self._snapshot_at = k, time.monotonic()
         self.store.drop_rl_tokens(k)
         self.children += len(rows)
         if improved and self.best is not None:
@@ -229,6 +236,33 @@ class Engine:
             self.on_step(StepStats(k, self.children, self.evaluated, counts,
                                    self.best.score if self.best else None, improved, seconds,
                                    len(rows) / max(seconds, 1e-9), train_metrics))
+
+    def _feed_selector(self, picks: list[Pick], outcomes: dict[int, list[ChildOutcome]]) -> None:
+        """Insert the step's valid children in order, then report every pick's outcomes."""
+        for i in range(len(picks)):
+            for oc in outcomes[i]:
+                if oc.program is not None:
+                    self.selector.add(oc.program)
+        for i, pick in enumerate(picks):
+            self.selector.observe(pick, outcomes[i])
+
+    def _replay(self, k: int) -> None:
+        """Redo a finished step's selector work from its stored children (after a snapshot).
+
+        The selector is deterministic given its rng, so it draws the same parents again; the
+        children are read back, nothing is generated or evaluated. Parents and the rng state
+        after the step are checked against the store, so a replay never silently diverges.
+        """
+        by_pick: dict[int, list[ChildRow]] = {}
+        for r in self.store.step_children(k):
+            by_pick.setdefault(r.pick, []).append(r)
+        picks = self.selector.sample(len(by_pick))
+        if [p.parent.id for p in picks] != [by_pick[i][0].parent_id for i in range(len(picks))]:
+            raise EngineError(f"resume: replaying step {k} drew other parents than the run did "
+                              "(was the selector or its options changed?)")
+        self._feed_selector(picks, {i: [self._outcome_of_stored(r) for r in by_pick[i]] for i in by_pick})
+        if self.rng.bit_generator.state != self.store.step_row(k)["rng_state"]:
+            raise EngineError(f"resume: replaying step {k} left the selector's random state elsewhere than the run")
 
     def _picks_this_step(self) -> int:
         remaining = self.cfg.budget - self.evaluated

@@ -76,8 +76,10 @@ class PUCT(Selector):
     def add(self, program: Program) -> None:
         check_program(program)
         pid = program.id
-        if pid in self._parent_of:
+        if pid in self._programs:
             return
+        # Not "pid in _parent_of": a resumed archive knows the lineage of every stored program,
+        # including those its replay is about to add again.
         is_seed = program.parent_id is None or not self._seeds
         self._parent_of[pid] = program.parent_id
         if self._best is None or program.fitness > self._best.fitness:

@@ -6,8 +6,6 @@ from itertools import combinations
 from typing import Any
 
 import numpy as np
-from scipy.spatial import ConvexHull
-from scipy.spatial.distance import pdist
 
 from evoforge.tasks.base import Verdict
 from evoforge.tasks.verifiers.objects import points, verifier
@@ -45,6 +43,8 @@ def verify_heilbronn_triangle(obj: Any, n: int = 11) -> Verdict:
 def verify_heilbronn_convex(obj: Any, n: int) -> Verdict:
     """min triangle area / area of the points' convex hull (scale and position free)."""
     p = points(obj, n, 2)
+    from scipy.spatial import ConvexHull  # scipy costs 0.5 s to import: only when verifying
+
     try:
         hull_area = float(ConvexHull(p).volume)  # in 2-d, .volume is the area
     except Exception:
@@ -57,6 +57,8 @@ def verify_heilbronn_convex(obj: Any, n: int) -> Verdict:
 def verify_distance_ratio(obj: Any, n: int, d: int) -> Verdict:
     """(max pairwise distance / min pairwise distance)^2, to be minimised."""
     p = points(obj, n, d)
+    from scipy.spatial.distance import pdist
+
     d2 = pdist(p, "sqeuclidean")
     lo, hi = float(d2.min()), float(d2.max())
     if lo == 0.0:
