@@ -159,3 +159,29 @@ def test_bad_options():
         OpenAIBackend(use_n="sometimes")
     with pytest.raises(BackendError, match="max_concurrency"):
         OpenAIBackend(max_concurrency=0)
+
+
+def test_connections_are_reused_across_calls_and_closed_with_the_backend():
+    with StandinServer() as srv:
+        b = backend(srv.url, model="m", max_concurrency=4)
+        for _ in range(5):
+            out = b.generate([PROMPT] * 2, GenerationConfig(n=2))
+            assert all(r.text and not r.error for g in out for r in g)
+        assert srv.requests == 10 and srv.connections <= 4  # one pool for the backend's life
+        thread = b._thread
+        b.close()
+        assert thread is not None and not thread.is_alive()
+        b.close()  # twice is harmless
+
+
+def test_generate_from_inside_a_running_event_loop():
+    async def main(url: str):
+        b = backend(url, model="m")
+        try:
+            return b.generate([PROMPT], GenerationConfig(n=2))
+        finally:
+            b.close()
+
+    with StandinServer() as srv:
+        out = asyncio.run(main(srv.url))
+    assert len(out) == 1 and len(out[0]) == 2 and not out[0][0].error

@@ -7,13 +7,15 @@ connection errors, timeouts) are retried with exponential backoff and jitter. A 
 still fails becomes ``Response(text="", error=...)`` so one bad request does not lose the batch;
 when every request failed to connect, ``BackendError`` says the server cannot be reached.
 Uses httpx directly (no openai import), so the raw JSON, logprobs included, is at hand.
+One event loop thread and one connection pool live as long as the backend, so a run's steps
+reuse their connections (no new TCP/TLS handshake per step); ``close()`` ends both.
 """
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import os
 import random
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -100,39 +102,69 @@ class OpenAIBackend(Backend):
         self.backoff_max = float(backoff_max)
         self.logprobs = bool(logprobs)
         self.extra_body = dict(extra_body or {})
-        self._ssl: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._client: Any = None  # httpx.AsyncClient, made in the loop thread
+        self._lock = threading.Lock()
 
     # ---- sync entry point ------------------------------------------------------------------
 
     def generate(self, prompts: list[Prompt], cfg: GenerationConfig) -> list[list[Response]]:
+        """Blocking; safe to call from any thread, also from inside a running event loop."""
         if not prompts:
             return []
-        coro = self._generate(prompts, cfg)
+        future = asyncio.run_coroutine_threadsafe(self._generate(prompts, cfg), self._event_loop())
         try:
-            asyncio.get_running_loop()
-        except RuntimeError:  # no loop in this thread: the usual case
-            return asyncio.run(coro)
-        # Called from inside a running loop (a notebook, an async engine): use a fresh thread.
-        with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            return pool.submit(asyncio.run, coro).result()
+            return future.result()
+        except BaseException:
+            future.cancel()  # e.g. Ctrl-C: do not leave requests running in the loop thread
+            raise
 
-    # ---- async machinery -------------------------------------------------------------------
+    def close(self) -> None:
+        with self._lock:
+            loop, thread, self._loop, self._thread = self._loop, self._thread, None, None
+        if loop is None:
+            return
+        if self._client is not None:
+            try:
+                asyncio.run_coroutine_threadsafe(self._client.aclose(), loop).result(timeout=5)
+            except Exception:  # a dead connection must not fail the shutdown
+                pass
+            self._client = None
+        loop.call_soon_threadsafe(loop.stop)
+        if thread is not None:
+            thread.join(timeout=5)
+        loop.close()
+
+    def _event_loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+                self._thread = threading.Thread(target=self._loop.run_forever, name="evoforge-openai", daemon=True)
+                self._thread.start()
+            return self._loop
+
+    # ---- async machinery (in the loop thread) -----------------------------------------------
+
+    def _http_client(self) -> Any:
+        if self._client is None:
+            import httpx
+
+            limits = httpx.Limits(max_connections=self.max_concurrency, max_keepalive_connections=self.max_concurrency)
+            timeout = httpx.Timeout(self.timeout, connect=self.connect_timeout)
+            headers = {"Authorization": f"Bearer {self.api_key}"}
+            # A TLS context only for https: httpx would otherwise build one (~0.2 s) for nothing.
+            verify: Any = httpx.create_ssl_context() if self.base_url.startswith("https") else False
+            self._client = httpx.AsyncClient(timeout=timeout, limits=limits, headers=headers, verify=verify)
+        return self._client
 
     async def _generate(self, prompts: list[Prompt], cfg: GenerationConfig) -> list[list[Response]]:
-        import httpx
-
-        limits = httpx.Limits(max_connections=self.max_concurrency, max_keepalive_connections=self.max_concurrency)
-        timeout = httpx.Timeout(self.timeout, connect=self.connect_timeout)
-        headers = {"Authorization": f"Bearer {self.api_key}"}
+        client = self._http_client()
         sem = asyncio.Semaphore(self.max_concurrency)
-        # TLS context only for https (httpx would build one, ~0.2 s, for every client otherwise).
-        if self._ssl is None and self.base_url.startswith("https"):
-            self._ssl = httpx.create_ssl_context()  # building it costs ~0.2 s: once per backend
-        async with httpx.AsyncClient(timeout=timeout, limits=limits, headers=headers, verify=self._ssl if self._ssl is not None else False) as client:
-            if self.model is None:
-                self.model = await self._first_model(client)
-            conn_failures: list[str] = []
-            rows = await asyncio.gather(*(self._one_prompt(client, sem, p, i, cfg, conn_failures) for i, p in enumerate(prompts)))
+        if self.model is None:
+            self.model = await self._first_model(client)
+        conn_failures: list[str] = []
+        rows = await asyncio.gather(*(self._one_prompt(client, sem, p, i, cfg, conn_failures) for i, p in enumerate(prompts)))
         total = sum(len(r) for r in rows)
         if total and len(conn_failures) == total:
             raise BackendError(f"cannot reach the model server at {self.base_url}: {_probe(self.base_url, conn_failures[0])}")

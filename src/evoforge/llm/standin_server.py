@@ -63,6 +63,7 @@ class StandinServer:
         self.mutator = BuiltinMutator(seed=seed)
         self.lock = threading.Lock()
         self.requests = 0  # POSTs to /chat/completions received
+        self.connections = 0  # TCP connections accepted (a client that keeps them alive reuses them)
         self.failed = 0  # of which answered with an injected 429/500
         self.in_flight = 0
         self.max_in_flight = 0
@@ -159,6 +160,8 @@ def _handler_for(server: StandinServer) -> type[BaseHTTPRequestHandler]:
 
         def setup(self) -> None:
             super().setup()
+            with server.lock:
+                server.connections += 1
             # Headers and body go out in separate writes: without NODELAY each answer waits ~40 ms.
             self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
