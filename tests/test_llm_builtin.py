@@ -208,9 +208,10 @@ def test_coupled_perturbation_changes_copies_of_a_constant_together():
 
 
 def test_crossover_can_take_one_differing_constant():
+    from evoforge.llm import crossover as X
     from evoforge.llm import mutations as M
 
     src = M.Source("def f():\n    x = [0.5 + 0.7 * c, 0.5 + 0.7 * s]\n    return x\n")
     other = "def f():\n    x = [0.5 + 0.4 * c, 0.6 + 0.7 * s]\n    return x\n"
-    got = {M.crossover_lines(src, other, np.random.default_rng(k)).new_lines[0].strip() for k in range(30)}
+    got = {X.crossover_lines(src, other, np.random.default_rng(k)).new_lines[0].strip() for k in range(30)}
     assert got == {"x = [0.5 + 0.4 * c, 0.6 + 0.7 * s]", "x = [0.5 + 0.4 * c, 0.5 + 0.7 * s]", "x = [0.5 + 0.7 * c, 0.6 + 0.7 * s]"}

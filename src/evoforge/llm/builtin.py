@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from evoforge.edits.diff import find_matches
+from evoforge.llm import crossover as X
 from evoforge.llm import mutations as M
 from evoforge.llm.base import BACKENDS, Backend, GenerationConfig, Prompt, Response
 
@@ -152,8 +153,8 @@ class BuiltinMutator(Backend):
             names.remove(name)
             if name == "crossover":
                 other = others[int(rng.integers(len(others)))]
-                op = M.crossover_function if rng.random() < 0.3 else M.crossover_lines
-                edit = op(src, other, rng) or M.crossover_lines(src, other, rng)
+                op = X.crossover_function if rng.random() < 0.3 else X.crossover_lines
+                edit = op(src, other, rng) or X.crossover_lines(src, other, rng)
             elif name == "perturb_number":
                 edit = M.perturb_number(src, rng, self.p_large, self.p_coupled)
             else:
