@@ -14,7 +14,7 @@ from rich.table import Table
 
 from evoforge.cli.errors import user_errors
 
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)  # a log line stays one line, whatever the width
 RUN_DB = "run.db"
 
 
@@ -187,7 +187,7 @@ class _Display:
         elif not self.quiet and (time.monotonic() - self.last_line > 2.0 or s.improved):
             self.last_line = time.monotonic()
             console.print(f"step {s.step}  evals {s.evaluated}/{self.budget}  {s.children_per_second:.1f} "
-                          f"children/s  best {s.best_score}  [{hist}]", highlight=False)
+                          f"children/s  best {s.best_score}  [{hist}]", highlight=False, markup=False)
 
 
 def _log_handler() -> logging.Handler:
