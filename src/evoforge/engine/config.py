@@ -58,7 +58,8 @@ class RunConfig(BaseModel):
     train: Optional[dict[str, Any]] = Field(None, description="test-time RL (evoforge.rl.TrainConfig fields)")
     picture_interval: float = Field(10.0, ge=0, description="seconds between picture refreshes")
     snapshot_interval: float = Field(
-        10.0, ge=0, description="seconds between selector snapshots; a resume replays the steps since the last one"
+        10.0, ge=0, description="least seconds between selector snapshots (also >= 50x a snapshot's cost); "
+        "a resume replays the steps since the last one"
     )
 
     @model_validator(mode="after")

@@ -96,6 +96,7 @@ class Engine:
         self.step_index = 0
         self._pictures_at = time.monotonic()  # the first pictures after one interval
         self._snapshot_step, self._snapshot_at = -1, time.monotonic()  # the selector's last snapshot
+        self._snapshot_cost = 0.0  # seconds it took
 
     # -- lifecycle ---------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
@@ -217,7 +218,10 @@ class Engine:
             for oc in ocs:
                 counts[oc.child_class] = counts.get(oc.child_class, 0) + 1
         seconds = time.monotonic() - t0
-        snapshot = time.monotonic() - self._snapshot_at >= self.cfg.snapshot_interval
+        # At least snapshot_interval apart, and 50x the last snapshot's cost apart (<= 2 % of the
+        # run: map-elites at 100 000 programs takes 0.75 s to serialise).
+        snapshot = time.monotonic() - self._snapshot_at >= max(self.cfg.snapshot_interval, 50 * self._snapshot_cost)
+        t_snap = time.monotonic()
         self.store.finish_step(
             k, self.rng.bit_generator.state, self.selector.state_dict() if snapshot else None,
             best_id=self.best.id if self.best else None, best_score=self.best.score if self.best else None,
@@ -225,6 +229,7 @@ class Engine:
         )
         if snapshot:
             self._snapshot_step, self._snapshot_at = k, time.monotonic()
+            self._snapshot_cost = self._snapshot_at - t_snap
         self.store.drop_rl_tokens(k)
         self.children += len(rows)
         if improved and self.best is not None:
