@@ -56,7 +56,7 @@ class RunConfig(BaseModel):
     eval_timeout: Optional[float] = Field(None, gt=0, description="seconds per evaluation (default: the task's)")
     prompt: PromptConfig = Field(default_factory=PromptConfig)
     train: Optional[dict[str, Any]] = Field(None, description="test-time RL (evoforge.rl.TrainConfig fields)")
-    picture_interval: float = Field(10.0, ge=0, description="seconds between picture refreshes")
+    picture_interval: float = Field(10.0, ge=0, description="least seconds between picture refreshes (also >= 20x their cost)")
     snapshot_interval: float = Field(
         10.0, ge=0, description="least seconds between selector snapshots (also >= 50x a snapshot's cost); "
         "a resume replays the steps since the last one"

@@ -95,6 +95,7 @@ class Engine:
         self.children = 0
         self.step_index = 0
         self._pictures_at = time.monotonic()  # the first pictures after one interval
+        self._pictures_cost = 0.0
         self._snapshot_step, self._snapshot_at = -1, time.monotonic()  # the selector's last snapshot
         self._snapshot_cost = 0.0  # seconds it took
 
@@ -234,9 +235,11 @@ class Engine:
         self.children += len(rows)
         if improved and self.best is not None:
             outputs.write_best(self.run_dir, self.task, self.best, self.store.get_object(self.best.id))
-        if time.monotonic() - self._pictures_at >= self.cfg.picture_interval:
+        if time.monotonic() - self._pictures_at >= max(self.cfg.picture_interval, 20 * self._pictures_cost):
+            t_pic = time.monotonic()
             outputs.refresh(self.run_dir, self.task, self.store)
             self._pictures_at = time.monotonic()
+            self._pictures_cost = self._pictures_at - t_pic  # pictures take <= 5 % of the loop
         if self.on_step:
             self.on_step(StepStats(k, self.children, self.evaluated, counts,
                                    self.best.score if self.best else None, improved, seconds,
