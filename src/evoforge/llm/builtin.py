@@ -18,6 +18,7 @@ benchmarks/tune_builtin_mutator.py.
 """
 from __future__ import annotations
 
+import functools
 import zlib
 from dataclasses import dataclass
 
@@ -27,6 +28,14 @@ from evoforge.edits.diff import find_matches
 from evoforge.llm import crossover as X
 from evoforge.llm import mutations as M
 from evoforge.llm.base import BACKENDS, Backend, GenerationConfig, Prompt, Response
+
+
+@functools.lru_cache(maxsize=256)
+def _source(code: str) -> M.Source:
+    """The parsed view of a program (read-only to the operators): n responses to one parent,
+    and parents drawn again and again, tokenize it once."""
+    return M.Source(code)
+
 
 # Relative weights of the operators (renormalised over those that apply to the code at hand).
 DEFAULT_WEIGHTS: dict[str, float] = {
@@ -131,7 +140,7 @@ class BuiltinMutator(Backend):
             k += 1
         code, blocks, steps = parent, [], []
         for _ in range(k):
-            src = M.Source(code)
+            src = _source(code)
             edit = self._one_edit(src, rng, others)
             if edit is None:
                 continue
@@ -165,7 +174,7 @@ class BuiltinMutator(Backend):
 
     def _careless(self, parent: str, rng: np.random.Generator) -> Mutation | None:
         kind = ["no_block", "misquote", "noop", "syntax"][int(rng.integers(4))]
-        src = M.Source(parent)
+        src = _source(parent)
         lines = [i for i in src.editable if src.lines[i].strip() and not src.lines[i].lstrip().startswith("#")]
         if kind == "no_block" or not lines:
             return Mutation("The program looks fine; I would keep it as it is.", parent, [], "no_block")
