@@ -18,7 +18,7 @@ from evoforge.tasks.verifiers.autocorr import ac1_value
 
 ROOT = Path(__file__).resolve().parents[1]
 REF = ROOT / "tests" / "data" / "reference"
-SLOW = {"sumdiff__alphaevolve_U2.json"}
+SLOW = {"sumdiff__alphaevolve_U2.json"}  # ~16 s: only with --all
 
 
 def best_of(fn, repeats: int = 3) -> float:

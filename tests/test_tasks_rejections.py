@@ -233,18 +233,16 @@ def test_sums_differences_rules():
     assert v.score == pytest.approx(1 + math.log(7 / 6) / math.log(7), rel=1e-15)
 
 
-def test_sums_differences_sweep_matches_fft():
+@pytest.mark.parametrize("long_runs", [1, 64, 10**9])  # run by run / mixed / all pairs expanded at once
+def test_sums_differences_sweep_matches_fft(monkeypatch, long_runs):
     from evoforge.tasks.verifiers import sumdiff
 
     rng = np.random.default_rng(5)
-    u = np.unique(np.concatenate([[0], rng.integers(1, 3000, size=300)]))
+    u = np.unique(np.concatenate([[0], rng.integers(1, 3000, size=300), 2900 + np.arange(80)]))
     fft = sumdiff._count_by_fft(u)
-    old = sumdiff.BLOCK
-    try:
-        sumdiff.BLOCK = 777  # several blocks
-        sweep = sumdiff._count_by_sweep(u, negate=False), sumdiff._count_by_sweep(u, negate=True)
-    finally:
-        sumdiff.BLOCK = old
+    monkeypatch.setattr(sumdiff, "WINDOW", 777)  # several windows
+    monkeypatch.setattr(sumdiff, "LONG_RUNS", long_runs)
+    sweep = sumdiff._count_by_sweep(u, negate=False), sumdiff._count_by_sweep(u, negate=True)
     brute = len({a + b for a in u for b in u}), len({a - b for a in u for b in u})
     assert fft == sweep == brute
 

@@ -18,7 +18,8 @@ from evoforge.tasks.verifiers.objects import ObjectError, unwrap, verifier
 MAX_SIZE = 60_000  # the published sets have 2003 and 54 265 elements
 MAX_VALUE = 2**40
 FFT_MAX_VALUE = 1 << 22
-BLOCK = 1 << 23  # values per block in the sweep (bounds the memory of one block's pairs)
+WINDOW = 1 << 27  # values per window of the sweep: a 128 MB bitmap
+LONG_RUNS = 64  # mean partners per u_i from which a window is swept u_i by u_i (bounds expanded pairs)
 
 
 def read_integer_set(obj: Any) -> np.ndarray:
@@ -59,31 +60,39 @@ def _count_by_fft(u: np.ndarray) -> tuple[int, int]:
 
 
 def _count_by_sweep(u: np.ndarray, negate: bool) -> int:
-    """Distinct values of u_i + u_j (i <= j), or of u_j - u_i > 0, one block of values at a time.
+    """Distinct values of u_i + u_j (i <= j), or of u_j - u_i > 0, one window of values at a time.
 
-    For each block, every u_i's partners form one contiguous run of the sorted u; the runs are
-    expanded with numpy (no per-element Python loop)."""
+    In each window, every u_i's partners form one contiguous run of the sorted u. Long runs
+    are scattered into the window's bitmap one u_i at a time (a slice of u, no index arrays);
+    windows of short runs expand all their pairs at once with numpy instead."""
     m = int(u[-1])
     top, start = (m, 1) if negate else (2 * m, 0)
     own = np.arange(u.size)
+    seen = np.zeros(min(WINDOW, top + 1 - start), dtype=bool)
     total = 0
-    for lo in range(start, top + 1, BLOCK):
-        hi = min(lo + BLOCK, top + 1)
+    for lo in range(start, top + 1, WINDOW):
+        hi = min(lo + WINDOW, top + 1)
         left = np.searchsorted(u, (lo + u) if negate else (lo - u))
         right = np.searchsorted(u, (hi + u) if negate else (hi - u))
         if not negate:
             left = np.maximum(left, own)  # u_i + u_j with j >= i covers every sum once
         runs = np.maximum(right - left, 0)
-        count = int(runs.sum())
-        if count == 0:
+        active = np.flatnonzero(runs)
+        if active.size == 0:
             continue
-        base = np.repeat(np.arange(u.size), runs)  # index i of each pair
-        offset = np.arange(count) - np.repeat(np.cumsum(runs) - runs, runs)
-        partner = u[np.repeat(left, runs) + offset]
-        values = (partner - u[base]) if negate else (partner + u[base])
-        seen = np.zeros(hi - lo, dtype=bool)
-        seen[values - lo] = True
-        total += int(np.count_nonzero(seen))
+        window = seen[: hi - lo]
+        window[:] = False
+        count = int(runs.sum())
+        if count >= LONG_RUNS * active.size:
+            for i in active.tolist():
+                partners = u[left[i] : right[i]]
+                window[(partners - (u[i] + lo)) if negate else (partners + (u[i] - lo))] = True
+        else:
+            base = np.repeat(own, runs)  # index i of each pair
+            offset = np.arange(count) - np.repeat(np.cumsum(runs) - runs, runs)
+            partner = u[np.repeat(left, runs) + offset]
+            window[((partner - u[base]) if negate else (partner + u[base])) - lo] = True
+        total += int(np.count_nonzero(window))
     return 2 * total + 1 if negate else total
 
 
