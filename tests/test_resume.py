@@ -168,8 +168,12 @@ def test_kill_inside_the_last_step_past_the_budget_still_finishes_that_step(tmp_
     with pytest.raises(_Killed):
         Engine(cfg, tmp_path / "killed", executor=_DiesInLastEvaluation(pool, die_on=counting.calls)).run()
     assert _children(tmp_path / "killed") != expected  # one child is not classified yet
-    Engine(cfg, tmp_path / "killed", executor=pool).run()
+    seen = []
+    Engine(cfg, tmp_path / "killed", executor=pool, on_step=seen.append).run()
     assert _children(tmp_path / "killed") == expected
+    # what the display shows after the resume counts the whole run's children, once each
+    classes = [cls for step, *_, cls, _ in expected if step > 0]
+    assert seen[-1].totals == {c: classes.count(c) for c in set(classes)}
 
 
 @pytest.mark.parametrize("selector", ["map-elites", "puct", "pacevolve", "greedy", "best-of-n"])

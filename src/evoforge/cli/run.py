@@ -157,7 +157,6 @@ class _Display:
         self.quiet = quiet
         self.live_mode = console.is_terminal and not quiet
         self.live: Live | None = None
-        self.totals: dict[str, int] = {}
         self.last_line = 0.0
 
     def __enter__(self) -> "_Display":
@@ -171,9 +170,7 @@ class _Display:
             self.live.__exit__(*exc)
 
     def update(self, s: Any) -> None:
-        for k, v in s.classes.items():
-            self.totals[k] = self.totals.get(k, 0) + v
-        hist = "  ".join(f"{k}:{v}" for k, v in sorted(self.totals.items()))
+        hist = "  ".join(f"{k}:{v}" for k, v in sorted(s.totals.items()))
         if self.live is not None:
             t = Table(title="evoforge", show_header=False)
             t.add_row("step", str(s.step))

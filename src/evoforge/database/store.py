@@ -180,11 +180,15 @@ class RunStore:
             for child_id, code in rows:
                 self.db.execute("UPDATE children SET canon_hash = ? WHERE id = ?", (hash_fn(code), child_id))
 
-    def class_counts(self) -> dict[str, int]:
-        rows = self.db.execute(
-            "SELECT child_class, COUNT(*) FROM children WHERE child_class IS NOT NULL GROUP BY child_class"
-        )
-        return {c: n for c, n in rows}
+    def class_counts(self, children_up_to_step: int | None = None) -> dict[str, int]:
+        """Rows per class: all of them, or only the children (not the seed) of steps 1..N."""
+        if children_up_to_step is None:
+            q, args = "SELECT child_class, COUNT(*) FROM children WHERE child_class IS NOT NULL GROUP BY child_class", ()
+        else:
+            q = ("SELECT child_class, COUNT(*) FROM children WHERE child_class IS NOT NULL AND step BETWEEN 1 AND ?"
+                 " GROUP BY child_class")
+            args = (children_up_to_step,)
+        return {c: n for c, n in self.db.execute(q, args)}
 
     def count_evaluations(self) -> int:
         q = "SELECT COUNT(*) FROM children WHERE child_class IN (?,?,?)"

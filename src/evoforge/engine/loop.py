@@ -45,6 +45,7 @@ class StepStats:
     children: int
     evaluated: int  # sandbox evaluations so far (the budget's unit)
     classes: dict[str, int]  # this step's children per class
+    totals: dict[str, int]  # the run's children per class so far (a resumed run's earlier ones included)
     best_score: float | None
     improved: bool
     seconds: float
@@ -93,6 +94,7 @@ class Engine:
         self.best: Program | None = None
         self.evaluated = 0
         self.children = 0
+        self.class_totals: dict[str, int] = {}  # children per class, for the display
         self.step_index = 0
         self._pictures_at = time.monotonic()  # the first pictures after one interval
         self._pictures_cost = 0.0
@@ -167,6 +169,7 @@ class Engine:
             self._replay(k)
         self.evaluated = self.store.count_evaluations()
         self.children = self.store.count_children(up_to_step=last["step"])
+        self.class_totals = self.store.class_counts(children_up_to_step=last["step"])
         self.step_index = last["step"] + 1
         if self.best is not None:  # the files may predate the kill
             outputs.write_best(self.run_dir, self.task, self.best, self.store.get_object(self.best.id))
@@ -240,8 +243,10 @@ class Engine:
             outputs.refresh(self.run_dir, self.task, self.store)
             self._pictures_at = time.monotonic()
             self._pictures_cost = self._pictures_at - t_pic  # pictures take <= 5 % of the loop
+        for cls, c in counts.items():
+            self.class_totals[cls] = self.class_totals.get(cls, 0) + c
         if self.on_step:
-            self.on_step(StepStats(k, self.children, self.evaluated, counts,
+            self.on_step(StepStats(k, self.children, self.evaluated, counts, dict(self.class_totals),
                                    self.best.score if self.best else None, improved, seconds,
                                    len(rows) / max(seconds, 1e-9), train_metrics))
 
