@@ -182,22 +182,21 @@ class RunStore:
 
     def class_counts(self, children_up_to_step: int | None = None) -> dict[str, int]:
         """Rows per class: all of them, or only the children (not the seed) of steps 1..N."""
-        if children_up_to_step is None:
-            q, args = "SELECT child_class, COUNT(*) FROM children WHERE child_class IS NOT NULL GROUP BY child_class", ()
-        else:
-            q = ("SELECT child_class, COUNT(*) FROM children WHERE child_class IS NOT NULL AND step BETWEEN 1 AND ?"
-                 " GROUP BY child_class")
-            args = (children_up_to_step,)
-        return {c: n for c, n in self.db.execute(q, args)}
+        q = "SELECT child_class, COUNT(*) FROM children WHERE child_class IS NOT NULL"
+        if children_up_to_step is not None:
+            q += f" AND step BETWEEN 1 AND {int(children_up_to_step)}"
+        return {c: n for c, n in self.db.execute(q + " GROUP BY child_class")}
 
     def count_evaluations(self) -> int:
         q = "SELECT COUNT(*) FROM children WHERE child_class IN (?,?,?)"
         return int(self.db.execute(q, EVALUATED_CLASSES).fetchone()[0])
 
     def count_children(self, up_to_step: int | None = None) -> int:
-        """Children of the finished steps (``up_to_step``) or of all steps; the seed is not a child."""
-        q = "SELECT COUNT(*) FROM children WHERE step > 0 AND step <= ?"
-        return int(self.db.execute(q, (up_to_step if up_to_step is not None else 2**62,)).fetchone()[0])
+        """Children of steps 1..up_to_step (the finished ones), or of all steps; the seed is not a child."""
+        q = "SELECT COUNT(*) FROM children WHERE step > 0"
+        if up_to_step is not None:
+            q += f" AND step <= {int(up_to_step)}"
+        return int(self.db.execute(q).fetchone()[0])
 
     def score_history(self) -> list[tuple[int, float | None, str]]:
         """(id, score, class) of every sandbox evaluation in order: the search's trace."""
