@@ -7,7 +7,7 @@ evaluations of the unfinished one, so no evaluated program is lost or duplicated
 
 The selector's state is O(population) (3.8 MB of JSON for map-elites at 100 000 programs), so
 it is not written at every step: one snapshot row is replaced now and then, and a resume
-replays the finished steps after it from the stored children (see ``Engine._replay``).
+replays the finished steps after it from the stored children (see ``engine/resume.py``).
 """
 from __future__ import annotations
 

@@ -153,30 +153,9 @@ class Engine:
             self._evaluate_seed()
             self.step_index = 1
             return
-        if self.store.get_meta("hash_scheme") != HASH_SCHEME:  # written by another evoforge version
-            self.store.rehash(canonical_hash)
-            self.store.set_meta("hash_scheme", HASH_SCHEME)
-        programs = {p.id: p for p in self.store.programs()}
-        snapshot = self.store.snapshot()
-        if snapshot is None:
-            raise EngineError(f"{self.store.path} has finished steps but no selector snapshot: not a run store")
-        self._snapshot_step, state = snapshot
-        self.selector.load_state_dict(state, programs)
-        self.rng.bit_generator.state = self.store.step_row(self._snapshot_step)["rng_state"]
-        self.known_hashes = set(self.store.evaluated_hashes())
-        self.best = max(programs.values(), key=lambda p: p.fitness) if programs else None
-        for k in range(self._snapshot_step + 1, last["step"] + 1):
-            self._replay(k)
-        self.evaluated = self.store.count_evaluations()
-        self.children = self.store.count_children(up_to_step=last["step"])
-        self.class_totals = self.store.class_counts(children_up_to_step=last["step"])
-        self.step_index = last["step"] + 1
-        if self.best is not None:  # the files may predate the kill
-            outputs.write_best(self.run_dir, self.task, self.best, self.store.get_object(self.best.id))
-        if self.learner is not None:
-            self.learner_resume()
-        log.info("resumed at step %d: %d evaluations, best %s", self.step_index, self.evaluated,
-                 self.best.score if self.best else None)
+        from evoforge.engine.resume import resume
+
+        resume(self, last)
 
     def _evaluate_seed(self) -> None:
         code = self.task.initial_program
@@ -258,24 +237,6 @@ class Engine:
                     self.selector.add(oc.program)
         for i, pick in enumerate(picks):
             self.selector.observe(pick, outcomes[i])
-
-    def _replay(self, k: int) -> None:
-        """Redo a finished step's selector work from its stored children (after a snapshot).
-
-        The selector is deterministic given its rng, so it draws the same parents again; the
-        children are read back, nothing is generated or evaluated. Parents and the rng state
-        after the step are checked against the store, so a replay never silently diverges.
-        """
-        by_pick: dict[int, list[ChildRow]] = {}
-        for r in self.store.step_children(k):
-            by_pick.setdefault(r.pick, []).append(r)
-        picks = self.selector.sample(len(by_pick))
-        if [p.parent.id for p in picks] != [by_pick[i][0].parent_id for i in range(len(picks))]:
-            raise EngineError(f"resume: replaying step {k} drew other parents than the run did "
-                              "(was the selector or its options changed?)")
-        self._feed_selector(picks, {i: [self._outcome_of_stored(r) for r in by_pick[i]] for i in by_pick})
-        if self.rng.bit_generator.state != self.store.step_row(k)["rng_state"]:
-            raise EngineError(f"resume: replaying step {k} left the selector's random state elsewhere than the run")
 
     def _picks_this_step(self) -> int:
         remaining = self.cfg.budget - self.evaluated
@@ -403,10 +364,6 @@ class Engine:
         checkpoint(self, k)
         return {key: float(v) for key, v in metrics.items()}
 
-    def learner_resume(self) -> None:
-        from evoforge.engine.training import resume_learner
-
-        resume_learner(self)
 
 
 def _rl_tokens(r: Response) -> dict[str, Any] | None:
