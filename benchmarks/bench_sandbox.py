@@ -86,7 +86,7 @@ def main() -> None:
         host, child = sequential(pool, TRIVIAL, n)
         work_host, work_child = sequential(pool, WORK, max(20, n // 10))
         features = pool.features
-    rows.append(("pool start (1 worker, numpy preloaded, scipy on demand)", f"{start * 1e3:8.1f} ms"))
+    rows.append(("pool start (1 worker, numpy and scipy on demand)", f"{start * 1e3:8.1f} ms"))
     rows.append(("trivial numpy program, host round trip (min/med/p90)", spread(host)))
     rows.append(("trivial numpy program, fork..exit in zygote (min/med/p90)", spread(child)))
     rows.append(("~25 ms numpy program, host round trip (min/med/p90)", spread(work_host)))
