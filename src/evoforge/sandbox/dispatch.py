@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from evoforge.sandbox.base import EvalRequest, SandboxResult, Status
-from evoforge.sandbox.protocol import _HEADER
+from evoforge.sandbox.protocol import HEADER, write_all
 
 if TYPE_CHECKING:
     from evoforge.sandbox.pool import Slot
@@ -67,7 +67,7 @@ def encode(job: Job) -> Job:
             job.result = SandboxResult(Status.CRASH, error=f"cannot read evaluator: {exc}")
             return job
     payload = json.dumps(msg).encode()
-    job.frame = _HEADER.pack(len(payload)) + payload
+    job.frame = HEADER.pack(len(payload)) + payload
     return job
 
 
@@ -153,9 +153,7 @@ class Dispatcher:
             self._arm(st)
         self._register(st)
         try:
-            view = memoryview(job.frame)
-            while view:
-                view = view[os.write(slot.proc.stdin.fileno(), view):]
+            write_all(slot.proc.stdin.fileno(), job.frame)
         except OSError:
             self._lost(st, hung=False)
 
@@ -205,7 +203,7 @@ class Dispatcher:
         """Consume every whole frame in the slot's buffer."""
         buf = st.buf
         while len(buf) >= 4 and st.inflight:
-            (n,) = _HEADER.unpack_from(buf)
+            (n,) = HEADER.unpack_from(buf)
             if len(buf) < 4 + n:
                 return
             payload = bytes(buf[4 : 4 + n])

@@ -23,7 +23,7 @@ from typing import Any, Iterator, Sequence
 
 from evoforge.sandbox import limits, procs
 from evoforge.sandbox.base import EvalRequest, SandboxResult
-from evoforge.sandbox.dispatch import Dispatcher, to_result
+from evoforge.sandbox.dispatch import Dispatcher
 from evoforge.sandbox.protocol import ChannelClosed, ChannelTimeout, read_json
 
 log = logging.getLogger("evoforge.sandbox")
@@ -176,9 +176,6 @@ class Slot:
         base = self.hello.get("base")
         if base and os.path.isdir(base):
             shutil.rmtree(base, ignore_errors=True)
-
-
-_to_result = to_result  # kept for callers of the old name
 
 
 class SandboxPool:

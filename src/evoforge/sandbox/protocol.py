@@ -13,7 +13,7 @@ import struct
 import time
 from typing import Any
 
-_HEADER = struct.Struct(">I")
+HEADER = struct.Struct(">I")  # the length prefix of every frame
 MAX_FRAME = (1 << 31) - 1
 
 
@@ -33,7 +33,7 @@ def write_all(fd: int, data: bytes) -> None:
 
 
 def send_frame(fd: int, payload: bytes) -> None:
-    write_all(fd, _HEADER.pack(len(payload)) + payload if len(payload) < 65536 else _HEADER.pack(len(payload)))
+    write_all(fd, HEADER.pack(len(payload)) + payload if len(payload) < 65536 else HEADER.pack(len(payload)))
     if len(payload) >= 65536:
         write_all(fd, payload)
 
@@ -63,7 +63,7 @@ def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
 
 
 def read_frame(fd: int, deadline: float | None = None) -> bytes:
-    (n,) = _HEADER.unpack(_read_exact(fd, _HEADER.size, deadline))
+    (n,) = HEADER.unpack(_read_exact(fd, HEADER.size, deadline))
     return _read_exact(fd, n, deadline)
 
 
