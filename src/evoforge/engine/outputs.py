@@ -8,7 +8,7 @@ from typing import Any
 
 from evoforge.database.base import Program
 from evoforge.database.store import RunStore, _json_default
-from evoforge.tasks.base import Task
+from evoforge.tasks.base import Direction, Task
 
 log = logging.getLogger("evoforge")
 
@@ -53,9 +53,10 @@ def curve(store: RunStore, direction: str) -> tuple[list[int], list[float], list
     bests: list[float] = []
     scores: list[float | None] = []
     best = None
+    better = Direction(direction).better
     for n, (_, score, cls) in enumerate(store.score_history(), start=1):
         valid = cls == "evaluated" and score is not None
-        if valid and (best is None or (score > best if direction == "max" else score < best)):
+        if valid and (best is None or better(score, best)):
             best = score
         if best is not None:
             evals.append(n)

@@ -18,6 +18,10 @@ class Direction(str, Enum):
     MAX = "max"
     MIN = "min"
 
+    def better(self, a: float, b: float) -> bool:
+        """True when score ``a`` is strictly better than ``b`` in this direction."""
+        return a > b if self is Direction.MAX else a < b
+
 
 @dataclass(frozen=True)
 class KnownValue:
@@ -84,7 +88,7 @@ class Task:
 
     def better(self, a: float, b: float) -> bool:
         """True when score ``a`` is strictly better than ``b`` for this task."""
-        return a > b if self.direction is Direction.MAX else a < b
+        return self.direction.better(a, b)
 
     def fitness(self, score: float) -> float:
         """Score oriented so that higher is always better (selectors use this)."""
