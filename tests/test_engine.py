@@ -8,7 +8,6 @@ import pytest
 
 from evoforge.engine import Engine, build_config
 from evoforge.llm.base import BACKENDS
-from evoforge.sandbox import SandboxPool
 from evoforge.tasks.base import Direction, Task, Verdict
 
 TOY_PROGRAM = textwrap.dedent(
@@ -36,12 +35,6 @@ def toy_task() -> Task:
 
 def diff(search: str, replace: str) -> str:
     return f"<<<<<<< SEARCH\n{search}\n=======\n{replace}\n>>>>>>> REPLACE\n"
-
-
-@pytest.fixture(scope="module")
-def pool():
-    with SandboxPool(workers=2) as p:
-        yield p
 
 
 def test_every_penalty_class_is_recorded_with_its_score(tmp_path, pool):

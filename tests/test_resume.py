@@ -11,7 +11,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -138,14 +137,6 @@ class _DiesInLastEvaluation:
 
     def close(self):
         pass
-
-
-@pytest.fixture(scope="module")
-def pool():
-    from evoforge.sandbox import SandboxPool
-
-    with SandboxPool(workers=2) as p:
-        yield p
 
 
 @pytest.mark.parametrize("snapshot_interval", [0.0, 1e9])  # a snapshot every step / replay from the seed

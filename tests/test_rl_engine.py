@@ -28,7 +28,6 @@ from evoforge.rl.toy import (  # noqa: E402
     edit_task,
     sft_format,
 )
-from evoforge.sandbox import SandboxPool  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -38,12 +37,6 @@ def formatted():
     backend = HFBackend(build_tiny_model(len(tok), tokenizer=tok), tok, seed=1)
     sft_format(backend, edit_task())
     return backend.model, tok
-
-
-@pytest.fixture(scope="module")
-def pool():
-    with SandboxPool(workers=2) as p:
-        yield p
 
 
 def held_out_prompts(task, k=4, seed=123):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from evoforge.sandbox import EvalRequest, SandboxPool, Status
+from evoforge.sandbox import EvalRequest, Status
 
 HOSTILE = Path(__file__).parent / "hostile"
 NORMAL = "import numpy as np\n\ndef solve():\n    return float(np.sum(np.arange(4)))\n"
@@ -47,12 +47,6 @@ def listener():
     srv.settimeout(0.01)
     yield srv
     srv.close()
-
-
-@pytest.fixture(scope="module")
-def pool():
-    with SandboxPool(workers=2) as p:
-        yield p
 
 
 def request_for(path: Path, port: int, memory_mb: int) -> tuple[EvalRequest, set[Status]]:

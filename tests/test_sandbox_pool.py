@@ -13,12 +13,6 @@ from evoforge.sandbox import EvalRequest, SandboxError, SandboxPool, Status, run
 from evoforge.tasks.programs import circle_packing
 
 
-@pytest.fixture(scope="module")
-def pool():
-    with SandboxPool(workers=2) as p:
-        yield p
-
-
 def run(pool, code, **kw):
     kw.setdefault("timeout", 10)
     return pool.run_many([EvalRequest(code=code, **kw)])[0]
