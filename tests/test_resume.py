@@ -108,6 +108,13 @@ def test_user_mistakes_are_one_line(tmp_path):
     bad.write_text("budget: [1, 2\n")
     res = _run(["run", "circle-packing-26", "--config", str(bad), "--run-dir", str(tmp_path / "z")])
     assert res.returncode == 2 and res.stderr.startswith("error: ") and res.stderr.count("\n") == 1
+    garbage = tmp_path / "garbage"
+    garbage.mkdir()
+    (garbage / "run.db").write_bytes(b"not a database, just bytes" * 100)
+    for cmd in ("show", "resume"):
+        res = _run([cmd, str(garbage)])
+        assert res.returncode == 2 and res.stderr.startswith("error: ") and res.stderr.count("\n") == 1, res.stderr
+        assert "not an evoforge run store" in res.stderr
     bad.write_text("budgte: 10\n")
     res = _run(["run", "circle-packing-26", "--config", str(bad), "--run-dir", str(tmp_path / "w")])
     assert res.returncode == 2 and "budgte" in res.stderr

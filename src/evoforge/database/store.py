@@ -68,14 +68,22 @@ class ChildRow:
     canon_hash: str | None
 
 
+class StoreError(ValueError):
+    """The file is not a run store evoforge can open (one readable line for the CLI)."""
+
+
 class RunStore:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.db = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")  # durable against process kills (not power loss)
-        self.db.executescript(SCHEMA)
-        self._upgrade()
+        try:
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")  # durable against process kills (not power loss)
+            self.db.executescript(SCHEMA)
+            self._upgrade()
+        except sqlite3.DatabaseError as exc:
+            self.db.close()
+            raise StoreError(f"{self.path} is not an evoforge run store ({exc})") from None
 
     def _upgrade(self) -> None:
         """Run stores of evoforge <= 0.1 kept a selector state in every steps row: keep the last."""
