@@ -16,11 +16,17 @@ def _register_commands() -> None:
     from evoforge.cli import verify  # noqa: F401  (tasks, verify)
 
     verify.register(app)
+    from evoforge.cli import envs  # envs list / check / synth / show / export
+
+    envs.register(app)
     try:
         from evoforge.cli import run  # run, resume, show
     except ImportError:  # pragma: no cover - during bring-up only
         return
     run.register(app)
+    from evoforge.cli import dashboard  # dashboard (its web stack is imported only when it runs)
+
+    dashboard.register(app)
 
 
 _register_commands()
