@@ -1,0 +1,226 @@
+"""The Starlette app: GET routes only, security headers on every response, a run addressed by
+its position in the list given on the command line (no path from a request ever reaches the
+file system)."""
+from __future__ import annotations
+
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from evoforge.dashboard import pages
+from evoforge.dashboard.data import CLASSES, DashboardError, RunReader
+
+STATIC = Path(__file__).parent / "static"
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+       "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY",
+           "Referrer-Policy": "no-referrer", "Cross-Origin-Opener-Policy": "same-origin",
+           "Cross-Origin-Resource-Policy": "same-origin"}
+
+
+class SecurityHeaders:
+    """Pure ASGI middleware (works for static files and streaming alike)."""
+
+    def __init__(self, app: Any):
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if scope["method"] not in ("GET", "HEAD"):  # read-only: nothing else exists
+            await Response("read-only dashboard", 405, headers={"Allow": "GET, HEAD", **HEADERS})(scope, receive, send)
+            return
+
+        async def send_with_headers(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                raw = list(message.get("headers", []))
+                raw += [(k.lower().encode(), v.encode()) for k, v in HEADERS.items()]
+                if scope["path"].startswith("/api/"):
+                    raw.append((b"cache-control", b"no-store"))
+                message = {**message, "headers": raw}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def create_app(run_dirs: Sequence[Path], hosts: Sequence[str] = ("127.0.0.1", "localhost")) -> Starlette:
+    """``hosts``: the Host headers answered (a DNS-rebinding page cannot read a local dashboard)."""
+    if not run_dirs:
+        raise DashboardError("give at least one run directory")
+    runs = [RunReader(Path(d)) for d in run_dirs]
+    pictures = Pictures()
+
+    def reader(request: Request) -> RunReader | None:
+        k = request.path_params["run"]
+        return runs[k] if 0 <= k < len(runs) else None
+
+    def missing(what: str) -> HTMLResponse:
+        return HTMLResponse(pages.not_found(what), 404)
+
+    def overview(request: Request) -> Response:
+        return HTMLResponse(pages.overview([r.summary() for r in runs]))
+
+    def run_page(request: Request) -> Response:
+        r = reader(request)
+        if r is None:
+            return missing("no such run")
+        return HTMLResponse(pages.run_page(request.path_params["run"], r.summary(), r.extra_tables()))
+
+    def programs(request: Request) -> Response:
+        r = reader(request)
+        if r is None:
+            return missing("no such run")
+        sort = "score" if request.query_params.get("sort") == "score" else "id"
+        cls = request.query_params.get("cls")
+        cls = cls if cls in CLASSES else None
+        data = r.programs(_int(request.query_params.get("page")), sort, cls)
+        return HTMLResponse(pages.programs_page(request.path_params["run"], r.dir.name, data, sort, cls))
+
+    def tree(request: Request) -> Response:
+        r = reader(request)
+        node = request.query_params.get("node")
+        t = r.tree(_int(node) if node is not None else None) if r is not None else None
+        if t is None:
+            return missing("no such run or program")
+        return HTMLResponse(pages.tree_page(request.path_params["run"], r.dir.name, t))
+
+    def program(request: Request) -> Response:
+        r = reader(request)
+        p = r.program(request.path_params["id"]) if r is not None else None
+        if p is None:
+            return missing("no such run or program")
+        return HTMLResponse(pages.program_page(request.path_params["run"], r.dir.name, p))
+
+    def object_png(request: Request) -> Response:
+        r = reader(request)
+        if r is None:
+            return missing("no such run")
+        png = pictures.get(r, request.path_params["id"])
+        return Response(png, media_type="image/png") if png else missing("no object stored for this program")
+
+    def stage_table(request: Request) -> Response:
+        r = reader(request)
+        t = r.table(request.path_params["name"], _int(request.query_params.get("page"))) if r else None
+        if t is None:
+            return missing("no such run or table")
+        return HTMLResponse(pages.stage_table_page(request.path_params["run"], r.dir.name, t))
+
+    def api(method: str) -> Any:
+        def endpoint(request: Request) -> Response:
+            r = reader(request)
+            if r is None:
+                return JSONResponse({"error": "no such run"}, 404)
+            if method == "tree":
+                node = request.query_params.get("node")
+                return JSONResponse(r.tree(_int(node) if node is not None else None))
+            return JSONResponse(getattr(r, method)())
+        return endpoint
+
+    def api_runs(request: Request) -> Response:
+        return JSONResponse([r.live() | {"name": r.dir.name, "target": r.meta.get("target")} for r in runs])
+
+    def pygments_css(request: Request) -> Response:
+        return Response(pages.PYGMENTS_CSS, media_type="text/css")
+
+    routes = [
+        Route("/", overview), Route("/run/{run:int}", run_page), Route("/run/{run:int}/programs", programs),
+        Route("/run/{run:int}/tree", tree), Route("/run/{run:int}/program/{id:int}", program),
+        Route("/run/{run:int}/program/{id:int}/object.png", object_png),
+        Route("/run/{run:int}/table/{name:str}", stage_table), Route("/api/runs", api_runs),
+        *[Route(f"/api/run/{{run:int}}/{m}", api(m)) for m in ("summary", "live", "curve", "steps", "eval_times", "tree")],
+        Route("/static/pygments.css", pygments_css), Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]
+    app = Starlette(routes=routes, middleware=[Middleware(SecurityHeaders),
+                                               Middleware(TrustedHostMiddleware, allowed_hosts=list(hosts))])
+    app.state.runs = runs
+    return app
+
+
+def _int(text: str | None) -> int:
+    try:
+        return max(0, int(text or 0))
+    except ValueError:
+        return 0
+
+
+class Pictures:
+    """PNGs of stored objects, drawn once each (the objects table is append-only)."""
+
+    def __init__(self, limit: int = 256):
+        self.cache: dict[tuple[int, int], bytes] = {}
+        self.kinds: dict[int, str] = {}
+        self.limit = limit
+        self.lock = threading.Lock()
+
+    def get(self, r: RunReader, child_id: int) -> bytes | None:
+        key = (id(r), child_id)
+        with self.lock:
+            if key in self.cache:
+                return self.cache[key]
+        obj = r.object(child_id)
+        if obj is None:
+            return None
+        from evoforge.viz import draw_object
+
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "object.png"
+            draw_object(self.kind(r), obj, path, title=f"#{child_id}")
+            png = path.read_bytes()
+        with self.lock:
+            if len(self.cache) >= self.limit:
+                self.cache.pop(next(iter(self.cache)))
+            self.cache[key] = png
+        return png
+
+    def kind(self, r: RunReader) -> str:
+        """The task's object kind (how its object is drawn); generic when the task is unknown here."""
+        if id(r) not in self.kinds:
+            kind = "generic"
+            try:
+                from evoforge.tasks import get_task
+
+                kind = get_task((r.meta.get("config") or {}).get("task") or r.meta.get("task")).object_kind
+            except Exception:  # noqa: BLE001 - a task that moved away still gets a picture
+                pass
+            self.kinds[id(r)] = kind
+        return self.kinds[id(r)]
+
+
+class ServerThread:
+    """uvicorn in a background thread (tests, benchmarks)."""
+
+    def __init__(self, app: Starlette, host: str, port: int):
+        import uvicorn
+
+        self.server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise DashboardError(f"the dashboard could not listen on {host}:{port}")
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+def serve_in_thread(run_dirs: Sequence[Path], host: str = "127.0.0.1", port: int = 8765) -> ServerThread:
+    return ServerThread(create_app(run_dirs, hosts=_hosts(host)), host, port)
+
+
+def _hosts(host: str) -> list[str]:
+    return sorted({"127.0.0.1", "localhost", "[::1]", host})
+

@@ -1,0 +1,61 @@
+"""A real small run for the dashboard tests, plus one hostile child and one stage table.
+
+The run is a genuine ``evoforge`` evolution (circle packing, builtin operator, 40 evaluations,
+about 2 s); the hostile child is then written the way the engine writes any child (RunStore's
+add_responses / classify / finish_step), with markup and script in every text a page shows."""
+from __future__ import annotations
+
+import socket
+import sqlite3
+from pathlib import Path
+
+from evoforge.database.store import RunStore
+from evoforge.engine import Engine, build_config
+
+XSS = ('<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
+       '</pre></div><svg onload="window.__pwned=3"></svg>"><iframe src="javascript:window.__pwned=4"></iframe>')
+HOSTILE_CODE = f'# {XSS}\ndef solve():\n    s = """{XSS}"""\n    return s\n'
+
+
+def make_run(directory: Path, pool, budget: int = 40) -> dict:
+    cfg = build_config(task="circle-packing-26", budget=budget, seed=0, batch_size=4, n=2)
+    summary = Engine(cfg, directory, executor=pool).run()
+    store = RunStore(directory / "run.db")
+    try:
+        last = store.last_step()
+        step = last["step"] + 1
+        [hid] = store.add_responses(step, [dict(pick=0, resp=0, parent_id=last["best_id"], response=XSS)])
+        store.classify(hid, code=HOSTILE_CODE, canon_hash="hostile", child_class="evaluated", status="ok",
+                       score=0.5, fitness=0.5, reward=0.5, wall_time=0.01, feedback=XSS,
+                       metrics={"note": XSS, "artifacts": {"html": XSS}})
+        store.finish_step(step, last["rng_state"], best_id=last["best_id"], best_score=last["best_score"],
+                          evaluated=last["evaluated"] + 1, children=1, seconds=0.01, train_metrics={})
+    finally:
+        store.close()
+    # a table another stage would add (the idea memory): the dashboard lists it by name
+    with sqlite3.connect(directory / "run.db") as db:
+        db.execute("CREATE TABLE ideas (id INTEGER PRIMARY KEY, parent_id INTEGER, text TEXT)")
+        db.executemany("INSERT INTO ideas VALUES (?, ?, ?)", [(1, None, "use a hexagonal grid"), (2, 1, XSS)])
+    return {"summary": summary, "hostile_id": hid, "best_id": last["best_id"], "steps": step}
+
+
+def add_step(directory: Path) -> int:
+    """One more finished step with one evaluated child, as a running engine would write it."""
+    store = RunStore(directory / "run.db")
+    try:
+        last = store.last_step()
+        step = last["step"] + 1
+        [cid] = store.add_responses(step, [dict(pick=0, resp=0, parent_id=last["best_id"], response="")])
+        store.classify(cid, code="def solve():\n    return 1\n", child_class="invalid", status="invalid",
+                       reward=-0.1, wall_time=0.02, feedback="not a packing")
+        store.finish_step(step, last["rng_state"], best_id=last["best_id"], best_score=last["best_score"],
+                          evaluated=last["evaluated"] + 1, children=1, seconds=0.02)
+    finally:
+        store.close()
+    return step
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
