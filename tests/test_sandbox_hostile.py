@@ -39,6 +39,44 @@ def expectation(code: str) -> tuple[set[Status], dict[str, float]]:
     return {Status(s) for s in expect}, fields
 
 
+UNIX_PATH = "/tmp/evoforge-hostile.sock"
+
+
+@pytest.fixture(scope="module")
+def unix_listener():
+    """A world-writable UNIX pathname socket, as a database or model server would leave one."""
+    Path(UNIX_PATH).unlink(missing_ok=True)
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(UNIX_PATH)
+    os.chmod(UNIX_PATH, 0o777)
+    srv.listen(8)
+    srv.settimeout(0.01)
+    yield srv
+    srv.close()
+    Path(UNIX_PATH).unlink(missing_ok=True)
+
+
+def host_ipc_objects() -> list[str]:
+    """SysV IPC objects in the host's namespace (a program's must never appear here)."""
+    out = []
+    for kind in ("shm", "msg", "sem"):
+        try:
+            out += [f"{kind}: {line.split()[0]}" for line in Path(f"/proc/sysvipc/{kind}").read_text().splitlines()[1:]]
+        except OSError:
+            pass
+    return out
+
+
+def leftovers(pool) -> list[str]:
+    """Files a run left in the workers' base directories (the bin/ of `python` wrappers is the workers' own)."""
+    found = []
+    for s in pool.slots:
+        base = s.hello.get("base")
+        if base and os.path.isdir(base):
+            found += [n for n in os.listdir(base) if n != "bin"]
+    return found
+
+
 @pytest.fixture(scope="module")
 def listener():
     srv = socket.socket()
@@ -50,7 +88,7 @@ def listener():
 
 
 def request_for(path: Path, port: int, memory_mb: int) -> tuple[EvalRequest, set[Status]]:
-    code = path.read_text().replace("PORT", str(port))
+    code = path.read_text().replace("PORT", str(port)).replace("UNIXPATH", UNIX_PATH)
     statuses, extra = expectation(code)
     extra.setdefault("timeout", 1.5)
     return EvalRequest(code=code, memory_mb=memory_mb, max_output_bytes=4096, **extra), statuses
@@ -61,8 +99,9 @@ def test_there_are_enough_hostile_programs():
 
 
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
-def test_hostile_program(pool, listener, path):
+def test_hostile_program(pool, listener, unix_listener, path):
     MARKER.unlink(missing_ok=True)
+    ipc_before = host_ipc_objects()
     missing = unmet_needs(path.read_text(), pool.features)
     if missing:
         pytest.skip(f"this machine's sandbox lacks {missing} (degraded mode, see docs/SANDBOX.md)")
@@ -80,6 +119,11 @@ def test_hostile_program(pool, listener, path):
     assert not MARKER.exists()
     with pytest.raises(OSError):
         listener.accept()
+    with pytest.raises(OSError):
+        unix_listener.accept()
+    # nothing of the run is left: no IPC object in the host's namespace, no file in the workers' dirs
+    assert host_ipc_objects() == ipc_before
+    assert leftovers(pool) == []
     # the next evaluation in the same pool is unaffected (both slots)
     for after in pool.run_many([EvalRequest(code=NORMAL, timeout=10)] * 2):
         assert after.status is Status.OK, after.error

@@ -12,7 +12,7 @@ import pytest
 
 from evoforge.sandbox import limits
 from evoforge.sandbox.harness import ReturnValueError, encode_value
-from evoforge.sandbox.zygote import Tail, _parse_result
+from evoforge.sandbox.outcome import Tail, parse_result as _parse_result
 
 
 @pytest.fixture

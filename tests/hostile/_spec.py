@@ -34,5 +34,6 @@ def unmet_needs(code: str, features: dict[str, Any]) -> list[str]:
     own_uid, abi = features.get("uid") is not None, features.get("landlock_abi", 0)
     netns = features.get("network") == "namespace"
     have = {"write-anywhere": abi >= 1, "write-parent": own_uid or abi >= 1, "net": netns or abi >= 4,
-            "net-udp": netns, "signals": own_uid or abi >= 6}
+            "net-udp": netns, "signals": own_uid or abi >= 6, "ipc": features.get("ipc") == "namespace",
+            "seccomp": features.get("seccomp") == "on", "cgroup": str(features.get("memory_cgroup", "")).startswith("/")}
     return sorted(n for n in header(code)[2] if not have.get(n, False))

@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
+from evoforge.database import sanitize
 from evoforge.database.base import Program
+from evoforge.database.sanitize import DEFAULT_LIMITS, StoreLimits
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -42,13 +44,16 @@ CREATE TABLE IF NOT EXISTS steps (
     best_id INTEGER, best_score REAL, evaluated INTEGER, children INTEGER,
     train_metrics TEXT, seconds REAL, finished_at REAL
 );
-CREATE TABLE IF NOT EXISTS snapshot (  -- one row: the selector as it was after ``step``
+CREATE TABLE IF NOT EXISTS snapshot (  -- one row: every stage's state after ``step`` (JSON)
     id INTEGER PRIMARY KEY CHECK (id = 0), step INTEGER NOT NULL, selector_state TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS objects (child_id INTEGER PRIMARY KEY, object TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS attempts (child_id INTEGER PRIMARY KEY, n INTEGER NOT NULL);  -- evaluations started
 """
 
 EVALUATED_CLASSES = ("evaluated", "invalid", "no_solution")  # ran in the sandbox
+# 1: evoforge <= 0.2 (snapshot = the selector's state); 2: snapshot = every stage's state, steps.info
+SCHEMA_VERSION = 2
 
 
 @dataclass
@@ -73,21 +78,58 @@ class StoreError(ValueError):
 
 
 class RunStore:
-    def __init__(self, path: str | Path):
+    """``readonly=True`` opens a live or finished run for reading only (a dashboard, ``show``):
+    nothing is created or upgraded, and writes fail."""
+
+    def __init__(self, path: str | Path, limits: StoreLimits = DEFAULT_LIMITS, *, readonly: bool = False):
         self.path = Path(path)
-        self.db = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
+        self.limits = limits  # caps on what one child may put in (see database/sanitize.py)
+        self.readonly = readonly
+        if readonly and not self.path.is_file():
+            raise StoreError(f"{self.path} is not an evoforge run store (no such file)")
+        uri = f"{self.path.resolve().as_uri()}?mode=ro" if readonly else str(self.path)
+        self.db = sqlite3.connect(uri, uri=readonly, isolation_level=None, check_same_thread=False)
         try:
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")  # durable against process kills (not power loss)
-            self.db.executescript(SCHEMA)
-            self._upgrade()
+            version = self._schema_version()
+            if version > SCHEMA_VERSION:
+                raise StoreError(f"{self.path} was written by a newer evoforge (run store schema {version}; "
+                                 f"this one reads up to {SCHEMA_VERSION}): upgrade evoforge to open it")
+            if not readonly:
+                self.db.execute("PRAGMA journal_mode=WAL")
+                self.db.execute("PRAGMA synchronous=NORMAL")  # durable against process kills (not power loss)
+                self.db.executescript(SCHEMA)
+                self._upgrade()
+                if version < SCHEMA_VERSION:
+                    self.set_meta("schema_version", SCHEMA_VERSION)
+            self.schema_version = max(version, 1) if readonly else SCHEMA_VERSION
         except sqlite3.DatabaseError as exc:
             self.db.close()
             raise StoreError(f"{self.path} is not an evoforge run store ({exc})") from None
+        except StoreError:
+            self.db.close()
+            raise
+
+    def _schema_version(self) -> int:
+        """0: a new (empty) file; 1: a store from before the version was recorded."""
+        if not self.db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone():
+            return 0
+        row = self.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        return int(json.loads(row[0])) if row else 1
+
+    def ensure_tables(self, ddl: str) -> None:
+        """Create a stage's own tables (``CREATE TABLE IF NOT EXISTS ...``); a no-op when read-only."""
+        if ddl.strip() and not self.readonly:
+            self.db.executescript(ddl)
+
+    def transaction(self) -> "_Transaction":
+        """``with store.transaction():`` several writes land together or not at all."""
+        return _Transaction(self.db)
 
     def _upgrade(self) -> None:
         """Run stores of evoforge <= 0.1 kept a selector state in every steps row: keep the last."""
         cols = [r[1] for r in self.db.execute("PRAGMA table_info(steps)")]
+        if "info" not in cols:  # schema 2: the step's shape and pipeline facts (JSON)
+            self.db.execute("ALTER TABLE steps ADD COLUMN info TEXT")
         if "selector_state" not in cols:
             return
         with self._tx():
@@ -102,7 +144,7 @@ class RunStore:
 
     # -- meta -------------------------------------------------------------------------------
     def set_meta(self, key: str, value: Any) -> None:
-        self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
+        self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, sanitize.dumps(value)))
 
     def get_meta(self, key: str, default: Any = None) -> Any:
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -113,15 +155,18 @@ class RunStore:
         """Insert the pending children of a step in one transaction; returns their ids in order."""
         ids = []
         now = time.time()
+        lim = self.limits
         with self._tx():
             for r in rows:
                 cur = self.db.execute(
                     "INSERT INTO children (step, pick, resp, parent_id, partner_id, response, response_error,"
                     " prompt_tokens, completion_tokens, rl_tokens, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                     (
-                        step, r["pick"], r["resp"], r.get("parent_id"), r.get("partner_id"), r.get("response"),
-                        r.get("response_error") or None, r.get("prompt_tokens", 0), r.get("completion_tokens", 0),
-                        json.dumps(r["rl_tokens"]) if r.get("rl_tokens") is not None else None, now,
+                        step, r["pick"], r["resp"], r.get("parent_id"), r.get("partner_id"),
+                        sanitize.text(r.get("response"), lim.response_chars),
+                        sanitize.text(r.get("response_error") or None, lim.error_chars),
+                        _int(r.get("prompt_tokens", 0)), _int(r.get("completion_tokens", 0)),
+                        sanitize.dumps(r["rl_tokens"]) if r.get("rl_tokens") is not None else None, now,
                     ),
                 )
                 ids.append(int(cur.lastrowid))
@@ -129,10 +174,42 @@ class RunStore:
 
     def classify(self, child_id: int, **fields: Any) -> None:
         """Record a child's outcome (code, class, score, ...) as soon as it is known."""
-        if "metrics" in fields:
-            fields["metrics"] = json.dumps(fields["metrics"], default=_json_default)
+        fields = self._bounded(fields)
         cols = ", ".join(f"{k} = ?" for k in fields)
         self.db.execute(f"UPDATE children SET {cols} WHERE id = ?", (*fields.values(), child_id))
+
+    def _bounded(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """What a child's outcome may put in a row: storable text, plain numbers, capped sizes."""
+        lim, out = self.limits, {}
+        for key, value in fields.items():
+            if key == "metrics":
+                value = sanitize.dumps(value, lim.metrics_bytes)
+            elif key in ("score", "fitness", "reward", "wall_time"):
+                value = sanitize.number(value)
+            elif key == "feedback":
+                value = sanitize.text(value, lim.feedback_chars)
+            elif key == "code":
+                value = sanitize.text(value, lim.response_chars)
+            elif isinstance(value, str) or (value is not None and not isinstance(value, (int, float))):
+                value = sanitize.text(value, lim.error_chars)
+            out[key] = value
+        return out
+
+    def begin_evaluations(self, child_ids: list[int]) -> dict[int, int]:
+        """Count one more started evaluation for each child; returns how many had started before.
+
+        A child whose evaluation took the host down (or was cut by kills) N times is then
+        classified by the engine instead of being retried on every resume.
+        """
+        if not child_ids:
+            return {}
+        before: dict[int, int] = {}
+        with self._tx():
+            for cid in child_ids:
+                row = self.db.execute("SELECT n FROM attempts WHERE child_id = ?", (cid,)).fetchone()
+                before[cid] = int(row[0]) if row else 0
+                self.db.execute("INSERT OR REPLACE INTO attempts VALUES (?, ?)", (cid, before[cid] + 1))
+        return before
 
     def classify_many(self, updates: list[tuple[int, dict[str, Any]]]) -> None:
         with self._tx():
@@ -224,7 +301,7 @@ class RunStore:
     # -- objects of new bests ---------------------------------------------------------------
     def put_object(self, child_id: int, obj: Any) -> None:
         self.db.execute(
-            "INSERT OR REPLACE INTO objects VALUES (?, ?)", (child_id, json.dumps(obj, default=_json_default))
+            "INSERT OR REPLACE INTO objects VALUES (?, ?)", (child_id, sanitize.dumps(obj, self.limits.object_bytes))
         )
 
     def get_object(self, child_id: int) -> Any:
@@ -232,22 +309,25 @@ class RunStore:
         return json.loads(row[0]) if row else None
 
     # -- steps ------------------------------------------------------------------------------
-    def finish_step(self, step: int, rng_state: dict, selector_state: dict | None = None, **fields: Any) -> None:
-        """The step's commit point: after this, resume starts at ``step + 1``. With a
-        ``selector_state`` the snapshot moves to this step, in the same transaction."""
-        if "train_metrics" in fields:
-            fields["train_metrics"] = json.dumps(fields["train_metrics"])
+    def finish_step(self, step: int, rng_state: dict, stage_states: dict | None = None, **fields: Any) -> None:
+        """The step's commit point: after this, resume starts at ``step + 1``. With
+        ``stage_states`` ({stage name: state_dict}) the snapshot moves to this step, in the same
+        transaction."""
+        for key in ("train_metrics", "info"):
+            if key in fields:
+                fields[key] = sanitize.dumps(fields[key])
         cols = ["step", "rng_state", *fields, "finished_at"]
         vals = [step, json.dumps(rng_state), *fields.values(), time.time()]
         with self._tx():
             self.db.execute(
                 f"INSERT OR REPLACE INTO steps ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", vals
             )
-            if selector_state is not None:
-                self.save_snapshot(step, selector_state)
+            if stage_states is not None:
+                self.save_snapshot(step, stage_states)
 
-    def save_snapshot(self, step: int, selector_state: dict) -> None:
-        self.db.execute("INSERT OR REPLACE INTO snapshot VALUES (0, ?, ?)", (step, json.dumps(selector_state)))
+    def save_snapshot(self, step: int, stage_states: dict) -> None:
+        payload = sanitize.dumps({"stages": stage_states})
+        self.db.execute("INSERT OR REPLACE INTO snapshot VALUES (0, ?, ?)", (step, payload))
 
     def last_step(self) -> dict[str, Any] | None:
         return self._step_row("ORDER BY step DESC LIMIT 1")
@@ -262,12 +342,22 @@ class RunStore:
             return None
         out = dict(zip([d[0] for d in cur.description], row))
         out["rng_state"] = json.loads(out["rng_state"])
+        out["info"] = json.loads(out.get("info") or "{}")
         return out
 
     def snapshot(self) -> tuple[int, dict[str, Any]] | None:
-        """(step, selector state) of the latest snapshot."""
+        """(step, {stage name: state}) of the latest snapshot. A schema-1 snapshot (the selector's
+        state alone) reads as the select stage's state."""
         row = self.db.execute("SELECT step, selector_state FROM snapshot WHERE id = 0").fetchone()
-        return (int(row[0]), json.loads(row[1])) if row else None
+        if row is None:
+            return None
+        state = json.loads(row[1])
+        return int(row[0]), state["stages"] if "stages" in state else {"select": {"selector": state}}
+
+    def recent_evaluations(self, last: int) -> list[int]:
+        """The run's evaluation count after each of the last ``last`` finished steps, oldest first."""
+        rows = self.db.execute("SELECT evaluated FROM steps ORDER BY step DESC LIMIT ?", (int(last),)).fetchall()
+        return [int(r[0] or 0) for r in reversed(rows)]
 
     def steps(self) -> list[dict[str, Any]]:
         cur = self.db.execute(
@@ -294,6 +384,13 @@ class _Transaction:
 def _program(row: tuple) -> Program:
     i, code, score, fit, parent, step, metrics, h, fb = row
     return Program(i, code, score, fit, parent, step, json.loads(metrics or "{}"), h or "", fb or "")
+
+
+def _int(value: Any) -> int:
+    try:
+        return max(0, min(int(value or 0), 1 << 62))
+    except (TypeError, ValueError, OverflowError):
+        return 0
 
 
 def _json_default(o: Any) -> Any:

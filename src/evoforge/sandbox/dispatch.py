@@ -80,8 +80,20 @@ def to_result(head: dict[str, Any], raw: bytes) -> SandboxResult:
             value = json.loads(raw)  # accepts NaN / Infinity
         except (ValueError, RecursionError) as exc:
             status, error = Status.CRASH, f"return value could not be decoded: {type(exc).__name__}"
-    return SandboxResult(status, value, error, str(head.get("stdout", "")), str(head.get("stderr", "")),
+    return SandboxResult(status, value, _text(error, 4000), _text(head.get("stdout", "")), _text(head.get("stderr", "")),
                          float(head.get("wall_time", 0.0)))
+
+
+def _text(value: Any, cap: int | None = None) -> str:
+    """The program chose this text: lone surrogates (not UTF-8, SQLite refuses them) become escapes."""
+    s = value if isinstance(value, str) else str(value)
+    if cap is not None and len(s) > cap:
+        s = s[:cap] + " [...]"
+    try:
+        s.encode("utf-8")
+        return s
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 class Dispatcher:

@@ -12,7 +12,6 @@ import json
 import logging
 import os
 import pwd
-import shutil
 import signal
 import subprocess
 import sys
@@ -21,7 +20,7 @@ import threading
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from evoforge.sandbox import limits, procs
+from evoforge.sandbox import fsclean, limits, procs
 from evoforge.sandbox.base import EvalRequest, SandboxResult
 from evoforge.sandbox.dispatch import Dispatcher
 from evoforge.sandbox.protocol import ChannelClosed, ChannelTimeout, read_json
@@ -175,7 +174,7 @@ class Slot:
             proc.wait()
         base = self.hello.get("base")
         if base and os.path.isdir(base):
-            shutil.rmtree(base, ignore_errors=True)
+            fsclean.remove_tree(base)  # whatever a program left there, however deep
 
 
 class SandboxPool:
@@ -192,7 +191,7 @@ class SandboxPool:
 
     def __init__(self, workers: int = 2, *, drop_privileges: bool | None = None, isolate_network: bool = True,
                  use_landlock: bool = True, preload: Sequence[str] = DEFAULT_PRELOAD, max_processes: int = 64,
-                 start_timeout: float = 60.0, eager: Sequence[str] | None = DEFAULT_EAGER) -> None:
+                 start_timeout: float = 60.0, eager: Sequence[str] | None = DEFAULT_EAGER, harden: bool = True) -> None:
         if workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
         root = os.geteuid() == 0
@@ -209,9 +208,10 @@ class SandboxPool:
                 if drop_privileges:
                     uid, fd = _claim_uid()
                     self._lock_fds.append(fd)
+                    kill_uid(uid)  # a pool killed with SIGKILL may have left a program of this uid running
                 cfg = dict(slot=i, uid=uid, gid=uid, isolate_network=isolate_network, preload=list(preload),
                            eager=None if eager is None else list(eager),
-                           max_processes=max_processes, use_landlock=use_landlock, expose=[])
+                           max_processes=max_processes, use_landlock=use_landlock, expose=[], harden=harden)
                 self.slots.append(Slot(i, cfg, start_timeout))
             for s in self.slots:
                 s.start()
@@ -238,6 +238,16 @@ class SandboxPool:
             _warn_once(f"sandbox: no network namespace available: {h['network']}{extra}")
         if not h.get("landlock_abi"):
             _warn_once("sandbox: Landlock unavailable: writes outside the run directory are only limited by file permissions")
+        if not self.slots[0].cfg.get("harden", True):
+            return
+        missing = {"ipc": "System V / POSIX IPC objects are shared between evaluations (no IPC namespace)",
+                   "seccomp": "UNIX sockets, io_uring and keyrings are not filtered (no seccomp)",
+                   "memory_cgroup": "memfd and shared memory are not counted against memory_mb (no memory cgroup; "
+                                    "RLIMIT_AS only)"}
+        for key, what in missing.items():
+            got = str(h.get(key, ""))
+            if got not in ("namespace", "on") and not got.startswith("/"):
+                _warn_once(f"sandbox: {what}: {got}")
 
     @property
     def workers(self) -> int:
@@ -260,7 +270,7 @@ class SandboxPool:
         found: set[int] = set()
         for s in self.slots:
             if s.proc is not None:
-                found.update(procs.descendants(s.proc.pid))
+                found.update(p for p in procs.descendants(s.proc.pid) if p != s.hello.get("template"))
             if s.uid is not None:
                 found.update(procs.processes_of_uid(s.uid))
         return sorted(p for p in found if not procs.is_zombie(p))

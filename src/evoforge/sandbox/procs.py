@@ -86,8 +86,8 @@ def reap_zombies() -> None:
             return
 
 
-def kill_subtree(root: int, patience: float = 5.0) -> int:
-    """SIGKILL every descendant of `root` (the calling process) and reap them; returns how many were hit.
+def kill_subtree(root: int, patience: float = 5.0, spare: int = 0) -> int:
+    """SIGKILL every descendant of `root` (the calling process) but `spare`, and reap them; returns how many were hit.
 
     Loops because dying processes hand their own children over to us (we are a subreaper) and
     a fork bomb may create a few more before its SIGKILL lands.
@@ -96,8 +96,8 @@ def kill_subtree(root: int, patience: float = 5.0) -> int:
     deadline = time.monotonic() + patience
     while True:
         reap_zombies()
-        alive = [p for p in descendants(root) if not is_zombie(p)]
-        if not alive and not children_of(root):
+        alive = [p for p in descendants(root) if p != spare and not is_zombie(p)]
+        if not alive and not [c for c in children_of(root) if c != spare]:
             return hit
         for p in alive:
             try:

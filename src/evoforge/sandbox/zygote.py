@@ -15,16 +15,17 @@ import json
 import math
 import os
 import select
-import shutil
 import signal
+import socket
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
-from evoforge.sandbox import harness, limits, procs
-from evoforge.sandbox.protocol import ChannelClosed, read_json, send_frame, send_json
+from evoforge.sandbox import confine, fsclean, harness, limits, procs
+from evoforge.sandbox.outcome import Tail, decide, vm_size_mb
+from evoforge.sandbox.protocol import ChannelClosed, read_json, send_frame, send_json, write_all
 
 CHILD_ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
@@ -53,28 +54,7 @@ class Config:
     # preload modules imported at start when their top-level package is listed here (None: all of
     # them); the others only once a request's code mentions their package (see Zygote.warm_up)
     eager: list[str] | None = None
-
-
-@dataclass
-class Tail:
-    """Keeps the last `cap` bytes of a stream, however much is written."""
-
-    cap: int
-    buf: bytearray = field(default_factory=bytearray)
-    dropped: int = 0
-
-    def add(self, data: bytes) -> None:
-        self.buf += data
-        if len(self.buf) > 2 * self.cap:
-            cut = len(self.buf) - self.cap
-            self.dropped += cut
-            del self.buf[:cut]
-
-    def text(self) -> str:
-        keep = self.buf[-self.cap :] if self.cap else b""
-        dropped = self.dropped + len(self.buf) - len(keep)
-        head = f"[... {dropped} bytes dropped ...]\n" if dropped else ""
-        return head + bytes(keep).decode("utf-8", "replace")
+    harden: bool = True  # IPC namespace, seccomp filter, memory cgroup per evaluation (off: for benchmarks)
 
 
 class Zygote:
@@ -86,6 +66,10 @@ class Zygote:
         self.features: dict[str, Any] = {}
         self.base = ""
         self.on_demand: list[str] = []  # preload modules not imported yet
+        self.cgroup: confine.MemoryCgroup | None = None
+        self.tsock: socket.socket | None = None  # to the template process
+        self.template_pid = 0
+        self._exit: int | None = None  # the running child's wait status, once the template sent it
 
     # -- start ---------------------------------------------------------------------------
     def prepare(self) -> None:
@@ -128,10 +112,84 @@ class Zygote:
             "landlock_abi": abi,
             "uid": self.cfg.uid,
             "base": self.base,
-            "vm_mb": _vm_size_mb(),
+            "vm_mb": vm_size_mb(),
             "nproc_limit": self.cfg.uid is not None,
             "fallback": fallback,
         }
+        self.features.update(self._harden())
+        self._start_template()
+        self.features["template"] = self.template_pid
+
+    def _harden(self) -> dict[str, Any]:
+        """The per-evaluation confinement this kernel allows (confine.py); the pool logs what is missing."""
+        if not self.cfg.harden:
+            return {"ipc": "off", "seccomp": "off", "memory_cgroup": "off"}
+        got = {"ipc": _probe(confine.unshare_ipc, "namespace")}
+        try:
+            confine.install_seccomp()  # once, here: the template and every child inherit it
+            got["seccomp"] = "on"
+        except OSError as exc:
+            got["seccomp"] = f"off ({exc})"
+        try:
+            self.cgroup = confine.MemoryCgroup.create(f"evoforge-sbx-{os.getpid()}")
+            got["memory_cgroup"] = str(self.cgroup.path)
+        except OSError as exc:
+            got["memory_cgroup"] = f"none ({exc})"
+        return got
+
+    # -- the clean template --------------------------------------------------------------
+    # Children are forked from a template process that was itself forked before any request
+    # arrived and never reads one: a child's memory holds nothing of earlier programs (their
+    # source, output, results all pass through this process, never through the template).
+    def _start_template(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:
+            ours.close()
+            os.close(self.cmd_in)
+            os.close(self.cmd_out)
+            self._template(theirs)
+        theirs.close()
+        self.tsock, self.template_pid = ours, pid
+
+    def _template(self, sock: socket.socket) -> NoReturn:
+        self.template_pid = os.getpid()  # what its children check their parent against
+        try:
+            limits.die_with_parent(signal.SIGKILL)
+            if os.getppid() != self.features["pid"]:
+                os._exit(0)
+            while True:
+                msg, fds, _, _ = socket.recv_fds(sock, 1024, 8)
+                if not msg:
+                    break
+                cmd = json.loads(msg)
+                if "import" in cmd:
+                    for name in cmd["import"]:
+                        _import(name)
+                    gc.freeze()
+                    sock.send(b"{}")
+                    continue
+                pid = os.fork()
+                if pid == 0:
+                    sock.close()
+                    self._child_from_template(fds)
+                for fd in fds:
+                    os.close(fd)
+                sock.send(json.dumps({"pid": pid}).encode())
+                _, status = os.waitpid(pid, 0)
+                sock.send(json.dumps({"exit": pid, "status": status}).encode())
+        except BaseException:
+            pass
+        os._exit(0)
+
+    def _from_template(self, timeout: float = 30.0) -> dict[str, Any]:
+        assert self.tsock is not None
+        if not select.select([self.tsock], [], [], timeout)[0]:
+            raise ChannelClosed("the template process does not answer")
+        msg = self.tsock.recv(1024)
+        if not msg:
+            raise ChannelClosed("the template process died")
+        return json.loads(msg)
 
     # -- serve ---------------------------------------------------------------------------
     def serve(self) -> None:
@@ -146,11 +204,16 @@ class Zygote:
                 send_json(self.cmd_out, head)
                 if value:
                     send_frame(self.cmd_out, value)
-        except OSError:
-            pass  # host went away mid-answer (EPIPE)
+        except (OSError, ChannelClosed):
+            import traceback; traceback.print_exc()  # DEBUG
+            pass  # host went away (EPIPE, or its pipe hung up mid-run), or the template died
         finally:
+            if self.tsock is not None:
+                self.tsock.close()
             procs.kill_subtree(os.getpid())
-            shutil.rmtree(self.base, ignore_errors=True)
+            fsclean.remove_tree(self.base)
+            if self.cgroup is not None:
+                self.cgroup.remove()
 
     def warm_up(self, req: dict[str, Any]) -> None:
         """Import the on-demand preload modules this request's code mentions, once and for all.
@@ -164,9 +227,10 @@ class Zygote:
             if text is None:
                 text = req["code"] + str(req.get("evaluator_source") or "")
             if name.split(".")[0] in text:
-                _import(name)
+                assert self.tsock is not None
+                self.tsock.send(json.dumps({"import": [name]}).encode())  # the template imports, we never do
+                self._from_template(600.0)
                 self.on_demand.remove(name)
-                gc.freeze()
 
     def evaluate(self, req: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
         self.warm_up(req)
@@ -188,71 +252,98 @@ class Zygote:
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         res_r, res_w = os.pipe()
+        req_fd = os.memfd_create("evoforge-request", os.MFD_CLOEXEC)  # the request reaches only the child
+        write_all(req_fd, json.dumps({**req, "workdir": workdir}).encode())
+        ooms = 0
+        if self.cgroup is not None:
+            try:
+                self.cgroup.set_limit(int(req["memory_mb"]) << 20)
+            except OSError:
+                self.cgroup.set_limit(1 << 62)  # the kernel refused this value: RLIMIT_AS still holds
+            ooms = self.cgroup.oom_kills()
         t0 = time.monotonic()
-        pid = os.fork()
-        if pid == 0:
-            self._child(req, workdir, out_w, err_w, res_w)
-        for fd in (out_w, err_w, res_w):
-            os.close(fd)
+        self._exit = None
+        try:
+            assert self.tsock is not None
+            socket.send_fds(self.tsock, [b'{"run": 1}'], [out_w, err_w, res_w, req_fd])
+            pid = int(self._from_template()["pid"])
+        finally:
+            for fd in (out_w, err_w, res_w, req_fd):
+                os.close(fd)
         out, err = Tail(int(req["max_output_bytes"])), Tail(int(req["max_output_bytes"]))
         res = bytearray()
         res_cap = int(req["max_result_bytes"]) + (1 << 16)
         try:
             send_json(self.cmd_out, {"started": pid})
             outcome = self._supervise(pid, t0, float(req["timeout"]), {out_r: out, err_r: err}, res_r, res, res_cap)
+            while self._exit is None:  # killed at a limit: the template reports the exit at once
+                msg = self._from_template(10.0)
+                if "exit" in msg:
+                    self._exit = int(msg["status"])
         except BaseException:
             procs.kill_group(pid)  # the host is gone or we broke: nothing of this run may survive us
             procs.kill_subtree(os.getpid())
             raise
-        _, wstatus = os.waitpid(pid, 0)
+        wstatus = self._exit
         wall = time.monotonic() - t0
         procs.kill_group(pid)
-        procs.kill_subtree(os.getpid())
+        procs.kill_subtree(os.getpid(), spare=self.template_pid)
+        oom = self.cgroup is not None and self.cgroup.oom_kills() > ooms
         self._drain({out_r: out, err_r: err}, res_r, res, res_cap)
         for fd in (out_r, err_r, res_r):
             os.close(fd)
-        head, value = _decide(outcome, wstatus, bytes(res), req)
+        head, value = decide(outcome, wstatus, bytes(res), req, oom)
         head.update(stdout=out.text(), stderr=err.text(), wall_time=wall)
         return head, value
 
     def _supervise(self, pid: int, t0: float, timeout: float, tails: dict[int, Tail], res_r: int, res: bytearray, res_cap: int) -> str:
-        """Wait for the child to exit while collecting its output; returns '', 'timeout', 'oversized' or 'procs'."""
-        pidfd = os.pidfd_open(pid)
+        """Wait for the child to exit while collecting its output; returns '', 'timeout', 'oversized' or 'procs'.
+
+        The child's end comes as the template's exit message; the host's end (its command pipe
+        hung up: killed, even by SIGKILL) ends the run at once instead of at the program's limit.
+        """
+        assert self.tsock is not None
+        tfd = self.tsock.fileno()
         poller = select.poll()  # no per-run epoll descriptor to create and close
-        try:
-            for fd in (pidfd, *tails, res_r):
-                poller.register(fd, select.POLLIN)
-            deadline = t0 + timeout
-            watchdog = self.cfg.uid is None  # without a dedicated uid RLIMIT_NPROC cannot hold a fork bomb
-            next_check = time.monotonic() + WATCHDOG_PERIOD
-            while True:
-                now = time.monotonic()
-                if now >= deadline:
+        for fd in (tfd, *tails, res_r):
+            poller.register(fd, select.POLLIN)
+        poller.register(self.cmd_in, 0)  # POLLHUP only: a queued next request is not an event
+        deadline = t0 + timeout
+        watchdog = self.cfg.uid is None  # without a dedicated uid RLIMIT_NPROC cannot hold a fork bomb
+        next_check = time.monotonic() + WATCHDOG_PERIOD
+        while True:
+            now = time.monotonic()
+            if now >= deadline:
+                procs.kill_group(pid)
+                return "timeout"
+            wait = deadline - now
+            if watchdog:
+                wait = min(wait, max(0.0, next_check - now))
+            for fd, _ in poller.poll(math.ceil(wait * 1000)):
+                if fd == self.cmd_in:
                     procs.kill_group(pid)
-                    return "timeout"
-                wait = deadline - now
-                if watchdog:
-                    wait = min(wait, max(0.0, next_check - now))
-                for fd, _ in poller.poll(math.ceil(wait * 1000)):
-                    if fd == pidfd:
+                    raise ChannelClosed("the host is gone")
+                if fd == tfd:
+                    msg = self._from_template()
+                    if "exit" in msg:
+                        self._exit = int(msg["status"])
                         return ""
-                    data = os.read(fd, 1 << 16)
-                    if not data:
-                        poller.unregister(fd)
-                    elif fd == res_r:
-                        res += data
-                        if len(res) > res_cap:
-                            procs.kill_group(pid)
-                            return "oversized"
-                    else:
-                        tails[fd].add(data)
-                if watchdog and time.monotonic() >= next_check:
-                    next_check = time.monotonic() + WATCHDOG_PERIOD
-                    if len(procs.descendants(os.getpid())) > self.cfg.max_processes:
+                    continue
+                data = os.read(fd, 1 << 16)
+                if not data:
+                    poller.unregister(fd)
+                elif fd == res_r:
+                    res += data
+                    if len(res) > res_cap:
                         procs.kill_group(pid)
-                        return "procs"
-        finally:
-            os.close(pidfd)
+                        return "oversized"
+                else:
+                    tails[fd].add(data)
+            if watchdog and time.monotonic() >= next_check:
+                next_check = time.monotonic() + WATCHDOG_PERIOD
+                if len(procs.descendants(os.getpid())) > self.cfg.max_processes + 1:  # + the template
+                    procs.kill_group(pid)
+                    return "procs"
 
     @staticmethod
     def _drain(tails: dict[int, Tail], res_r: int, res: bytearray, res_cap: int) -> None:
@@ -274,6 +365,24 @@ class Zygote:
                 else:
                     tails[fd].add(data)
 
+    def _child_from_template(self, fds: list[int]) -> NoReturn:
+        """In the forked child: read the request the zygote put in the memfd, then confine and run."""
+        try:
+            out_w, err_w, res_w, req_fd = fds
+            os.lseek(req_fd, 0, os.SEEK_SET)
+            chunks = []
+            while chunk := os.read(req_fd, 1 << 20):
+                chunks.append(chunk)
+            os.close(req_fd)
+            req = json.loads(b"".join(chunks))
+        except BaseException as exc:
+            try:
+                os.write(fds[1] if len(fds) > 1 else 2, f"sandbox setup failed: {exc!r}\n".encode())
+            finally:
+                os._exit(121)
+        self._child(req, req["workdir"], out_w, err_w, res_w)
+        os._exit(121)  # not reached
+
     def _child(self, req: dict[str, Any], workdir: str, out_w: int, err_w: int, res_w: int) -> None:
         """In the forked child: confine, then run the harness. Never returns."""
         try:
@@ -288,6 +397,10 @@ class Zygote:
             os.dup2(res_w, RESULT_FD)
             os.closerange(RESULT_FD + 1, 1 << 20)
             os.set_inheritable(RESULT_FD, False)  # a program's subprocesses do not get the channel
+            if self.cgroup is not None:
+                self.cgroup.enter()  # every page of this evaluation counts, memfd and shm included
+            if self.features["ipc"] == "namespace":
+                confine.unshare_ipc()  # SysV/POSIX IPC objects die with the evaluation
             timeout = float(req["timeout"])
             limits.Rlimits(
                 memory_bytes=int(req["memory_mb"]) << 20,
@@ -303,6 +416,9 @@ class Zygote:
                 limits.landlock_confine([workdir, os.devnull], self.features["landlock_abi"])
             if self.cfg.uid is None:
                 limits.drop_capabilities()  # root forced down this path, or caps inside a user namespace
+            limits.die_with_parent(signal.SIGKILL)  # after the uid change, which clears it
+            if os.getppid() != self.template_pid:
+                os._exit(121)
             os.environ["HOME"] = os.environ["TMPDIR"] = workdir  # the rest is CHILD_ENV already (prepare)
             tempfile.tempdir = None
         except BaseException as exc:
@@ -311,54 +427,6 @@ class Zygote:
             finally:
                 os._exit(121)
         harness.run_child(req, workdir, RESULT_FD)
-
-
-def _decide(outcome: str, wstatus: int, res: bytes, req: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
-    """Status from what the harness sent (if it got that far), else from how the child ended."""
-    head, value = _parse_result(res)
-    if head is not None:
-        return head, value
-    limit = float(req["timeout"])
-    if outcome == "timeout":
-        return {"status": "timeout", "error": f"time limit exceeded ({limit:g} s wall clock)"}, b""
-    if outcome == "oversized":
-        return {"status": "crash", "error": f"return value too large (over {int(req['max_result_bytes'])} bytes)"}, b""
-    if outcome == "procs":
-        return {"status": "killed", "error": "too many processes (fork bomb?); the program was killed"}, b""
-    if os.WIFSIGNALED(wstatus):
-        sig = os.WTERMSIG(wstatus)
-        if sig == signal.SIGXCPU:
-            return {"status": "timeout", "error": "CPU time limit exceeded"}, b""
-        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
-        why = {"SIGSEGV": " (segmentation fault)", "SIGXFSZ": " (file size limit exceeded)", "SIGABRT": " (aborted)"}.get(name, "")
-        return {"status": "killed", "error": f"killed by {name}{why}"}, b""
-    code = os.WEXITSTATUS(wstatus) if os.WIFEXITED(wstatus) else -1
-    if code == 121:
-        return {"status": "crash", "error": "sandbox setup failed (see stderr)"}, b""
-    return {"status": "crash", "error": f"program exited with status {code} before returning a result"}, b""
-
-
-def _parse_result(res: bytes) -> tuple[dict[str, Any] | None, bytes]:
-    """The harness's header frame (+ value frame when ok); None if absent or malformed."""
-    if len(res) < 4:
-        return None, b""
-    n = int.from_bytes(res[:4], "big")
-    if len(res) < 4 + n:
-        return None, b""
-    try:
-        head = json.loads(res[4 : 4 + n])
-    except (ValueError, RecursionError):
-        return {"status": "crash", "error": "malformed result from the program"}, b""
-    if not isinstance(head, dict) or head.get("status") not in ("ok", "syntax", "crash", "memory"):
-        return {"status": "crash", "error": "malformed result from the program"}, b""
-    head = {"status": head["status"], "error": str(head.get("error", ""))[:2000]}
-    if head["status"] != "ok":
-        return head, b""
-    rest = res[4 + n :]
-    m = int.from_bytes(rest[:4], "big") if len(rest) >= 4 else -1
-    if m < 0 or len(rest) < 4 + m:
-        return {"status": "crash", "error": "result truncated (the program closed or flooded the result channel)"}, b""
-    return head, rest[4 : 4 + m]
 
 
 def _remove_workdir(workdir: str, prog: str) -> None:
@@ -371,18 +439,23 @@ def _remove_workdir(workdir: str, prog: str) -> None:
 
 
 def _rmtree(path: str) -> None:
-    def fix(func: Any, p: str, _exc: Any) -> None:
-        try:
-            os.chmod(os.path.dirname(p), 0o700)
-            os.chmod(p, 0o700)
-            func(p)
-        except OSError:
-            pass
+    fsclean.remove_tree(path)  # no recursion: a tree deeper than the recursion limit is removed too
 
-    if sys.version_info >= (3, 12):
-        shutil.rmtree(path, onexc=fix)
-    else:
-        shutil.rmtree(path, onerror=fix)
+
+def _probe(fn: Any, ok: str) -> str:
+    """Whether `fn` works in a forked child (e.g. an unshare this kernel or our privileges refuse)."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            fn()
+            os._exit(0)
+        except OSError as exc:
+            os._exit(exc.errno or 1)
+        except BaseException:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    return ok if code == 0 else f"none ({fn.__name__}: {os.strerror(code) if code > 0 else 'killed'})"
 
 
 def _import(name: str) -> None:
@@ -390,14 +463,6 @@ def _import(name: str) -> None:
         importlib.import_module(name)
     except Exception:
         pass  # a missing optional library only costs the program its own import
-
-
-def _vm_size_mb() -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmSize:"):
-                return int(line.split()[1]) // 1024
-    return 0
 
 
 def main() -> None:

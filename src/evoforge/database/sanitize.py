@@ -1,0 +1,136 @@
+"""Everything that crosses into the run store is made storable and bounded here.
+
+A generated program (or a model server) chooses what reaches the host: text with lone
+surrogates (not encodable as UTF-8, so SQLite refuses it), integers with a million digits
+(Python refuses to print them), floats beyond range, dicts of 50 MB, cycles, odd types. None of
+that may make the host raise, and none of it may grow run.db without bound. Each function here
+turns any value into one that stores; over a cap the value is cut and marked, never rejected.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+CUT_MARK = "[... {n} characters cut by evoforge ...]"
+_MAX_DEPTH = 24
+_MAX_INT_BITS = 4096  # ~1233 digits: printed at once; larger ints become their float (or inf)
+_MAX_ITEMS = 100_000  # list items / dict keys kept while cleaning a value
+
+
+@dataclass(frozen=True)
+class StoreLimits:
+    """Caps on what one child may put into run.db (characters of text, bytes of JSON)."""
+
+    response_chars: int = 1 << 20  # a model response (and the code taken from it)
+    feedback_chars: int = 16 << 10  # reason + output tails shown to the model next time
+    error_chars: int = 4 << 10  # the backend's error line
+    metrics_bytes: int = 64 << 10  # the evaluator's metrics dict, as JSON
+    object_bytes: int = 64 << 20  # a new best's object (the construction itself)
+
+
+DEFAULT_LIMITS = StoreLimits()
+
+
+def text(value: Any, cap: int | None = None) -> str | None:
+    """A str SQLite accepts (lone surrogates escaped), at most ~cap characters (cut marked)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        value = _safe_str(value)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        value = value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if cap is not None and len(value) > cap:
+        value = value[:cap] + "\n" + CUT_MARK.format(n=len(value) - cap)
+    return value
+
+
+def number(value: Any) -> float | None:
+    """A float for a REAL column (ints of any size, bools, numpy scalars); None if not a number."""
+    if value is None or isinstance(value, str):
+        return None
+    if isinstance(value, int):
+        try:
+            return float(value)
+        except OverflowError:
+            return math.inf if value > 0 else -math.inf
+    try:
+        f = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return None if math.isnan(f) else f  # SQLite stores NaN as NULL anyway: say so explicitly
+
+
+def clean(value: Any, depth: int = 0, string_cap: int = 1 << 16) -> Any:
+    """A JSON-encodable copy of `value`: plain types only, no cycles, bounded depth and width."""
+    if value is None or isinstance(value, (bool, float)):
+        return value
+    if isinstance(value, int):
+        if value.bit_length() > _MAX_INT_BITS:
+            return number(value)
+        return int(value)
+    if isinstance(value, str):
+        return text(value, string_cap)
+    if depth >= _MAX_DEPTH:
+        return "<nested too deep>"
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for i, (k, v) in enumerate(value.items()):
+            if i >= _MAX_ITEMS:
+                out["_evoforge_cut"] = len(value) - i
+                break
+            key = k if isinstance(k, str) else _safe_str(k)
+            out[text(key, 256) or ""] = clean(v, depth + 1, string_cap)
+        return out
+    if isinstance(value, (list, tuple)):
+        items = [clean(v, depth + 1, string_cap) for v in value[:_MAX_ITEMS]]
+        if len(value) > _MAX_ITEMS:
+            items.append(f"<{len(value) - _MAX_ITEMS} more items cut>")
+        return items
+    tolist = getattr(value, "tolist", None)  # numpy arrays and scalars
+    if callable(tolist) and type(value).__module__.startswith("numpy"):
+        try:
+            return clean(tolist(), depth + 1, string_cap)
+        except Exception:
+            pass
+    return text(_safe_str(value), 256)
+
+
+def dumps(value: Any, cap: int | None = None) -> str:
+    """JSON text of `value` (NaN/inf allowed) that never raises; over `cap` bytes a marked stand-in.
+
+    A dict over the cap keeps its numeric entries (what scores are made of) while they fit.
+    """
+    data = json.dumps(clean(value), allow_nan=True, separators=(",", ":"))
+    if cap is None or len(data) <= cap:
+        return data
+    stand_in: dict[str, Any] = {"_evoforge_cut": f"{len(data)} bytes of JSON over the {cap}-byte cap"}
+    if isinstance(value, dict):
+        size = len(json.dumps(stand_in))
+        for k, v in value.items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                entry = {text(k if isinstance(k, str) else _safe_str(k), 256): clean(v)}
+                size += len(json.dumps(entry, allow_nan=True)) + 1
+                if size > cap:
+                    break
+                stand_in.update(entry)
+    return json.dumps(stand_in, allow_nan=True, separators=(",", ":"))
+
+
+def bound_metrics(metrics: Any, cap: int = DEFAULT_LIMITS.metrics_bytes) -> dict[str, Any]:
+    """The metrics dict the host keeps in memory and in run.db (same cut as `dumps`)."""
+    if not isinstance(metrics, dict):
+        return {}
+    out = json.loads(dumps(metrics, cap))
+    return out if isinstance(out, dict) else {}
+
+
+def _safe_str(value: Any) -> str:
+    try:
+        s = repr(value) if not isinstance(value, str) else value
+    except Exception as exc:  # a hostile __repr__, or an int too large to print
+        s = f"<{type(value).__name__} ({type(exc).__name__})>"
+    return s[:4096]
