@@ -1,4 +1,4 @@
-"""Task directories, in two layouts.
+"""Task directories, in two layouts, and a program + evaluator pair.
 
 evoforge layout::
 
@@ -7,17 +7,23 @@ evoforge layout::
       initial_program.py         the starting program (EVOLVE-BLOCK markers optional)
       evaluator.py               evaluate(program_path) -> dict, as in OpenEvolve
 
-OpenEvolve layout, unchanged: ``initial_program.py`` + ``evaluator.py`` (+ optional
-``config.yaml``, of which the system prompt, evaluator timeout and cascade thresholds are read;
-other keys are ignored). OpenEvolve maximises ``combined_score``.
+OpenEvolve layout, unchanged: ``initial_program.<ext>`` + ``evaluator.py`` (+ optional
+``config.yaml`` or ``config_*.yaml``: its system prompt, evaluator timeout, memory limit and
+cascade, with OpenEvolve's defaults: 300 s, cascade on, thresholds 0.5/0.75/0.9). OpenEvolve
+maximises ``combined_score``. ``load_program_evaluator`` builds the same kind of task from the
+two files of ``evoforge run PROGRAM EVALUATOR`` (OpenEvolve's command line).
 
 In both layouts the evaluator runs inside the sandbox on the program's file; it returns a dict
-whose ``combined_score`` is the fitness and whose other numbers are metrics (an ``error`` key
-marks the program invalid). ``evaluate_stage1/2/3`` make a cascade.
+(or OpenEvolve's EvaluationResult) whose ``combined_score`` is the fitness and whose other
+numbers are metrics (an ``error`` key marks the program invalid). ``evaluate_stage1/2/3`` make
+a cascade. ``TaskOverrides`` (a run config's ``task_options``) changes limits and settings of
+any task at load time.
 """
 from __future__ import annotations
 
 import ast
+import dataclasses
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -35,9 +41,84 @@ else:  # pragma: no cover
 MANIFEST_KEYS = {
     "name", "description", "direction", "entry", "time_limit", "memory_mb", "initial_program",
     "evaluator", "object_kind", "initial_score", "best_human", "best_ai", "shaping",
-    "cascade_thresholds", "params",
+    "cascade_thresholds", "params", "env", "env_pass",
 }
 EVOLVE_START = "# EVOLVE-BLOCK-START"
+OE_MEMORY_MB = 4096  # OpenEvolve sets no memory limit; JAX/torch evaluators reserve GBs of address space
+
+
+@dataclasses.dataclass
+class TaskOverrides:
+    """Settings a run applies on top of a task's own (``task_options`` in a run config).
+
+    ``evaluator`` is only for a program + evaluator pair; ``env`` holds fixed values and
+    ``env_pass`` names host variables handed to the evaluator (nothing else of the host's
+    environment reaches it).
+    """
+
+    evaluator: str | None = None
+    description: str | None = None
+    time_limit: float | None = None
+    memory_mb: int | None = None
+    cascade: bool | None = None
+    cascade_thresholds: list[float] | None = None
+    program_suffix: str | None = None
+    env: dict[str, str] = dataclasses.field(default_factory=dict)
+    env_pass: list[str] = dataclasses.field(default_factory=list)
+    artifacts: bool | None = None
+    artifacts_in_prompt: bool | None = None
+    max_artifact_bytes: int | None = None
+
+    @classmethod
+    def parse(cls, data: dict[str, Any] | None) -> "TaskOverrides":
+        data = dict(data or {})
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise TaskError(f"task_options: unknown key(s) {', '.join(unknown)} (allowed: {', '.join(sorted(names))})")
+        return cls(**data)
+
+    def apply(self, task: Task) -> Task:
+        params = dict(task.params)
+        if self.cascade is not None:
+            params["cascade"] = self.cascade
+        if self.cascade_thresholds is not None:
+            params["cascade_thresholds"] = _floats(self.cascade_thresholds, "cascade_thresholds", "task_options")
+        for key in ("program_suffix", "artifacts", "artifacts_in_prompt", "max_artifact_bytes"):
+            if getattr(self, key) is not None:
+                params[key] = getattr(self, key)
+        env = {**params.get("env", {}), **resolve_env(self.env, self.env_pass, "task_options")}
+        if env:
+            params["env"] = env
+        changes: dict[str, Any] = {"params": params}
+        if self.description:
+            changes["description"] = self.description
+        if self.time_limit is not None:
+            changes["time_limit"] = _positive(self.time_limit, "time_limit", "task_options")
+        if self.memory_mb is not None:
+            changes["memory_mb"] = int(_positive(self.memory_mb, "memory_mb", "task_options"))
+        return dataclasses.replace(task, **changes)
+
+
+def resolve_env(fixed: Any, passed: Any, where: str) -> dict[str, str]:
+    """Fixed values plus the named host variables that are set (unset ones are left out)."""
+    if not isinstance(fixed, dict) or not all(isinstance(k, str) for k in fixed):
+        raise TaskError(f"{where}: 'env' must be a table of NAME = value")
+    if not isinstance(passed, (list, tuple)) or not all(isinstance(n, str) and n for n in passed):
+        raise TaskError(f"{where}: 'env_pass' must be a list of variable names")
+    out = {k: str(v) for k, v in fixed.items()}
+    out.update({n: os.environ[n] for n in passed if n in os.environ})
+    return out
+
+
+def task_name(path: Path) -> str:
+    """A folder task's name: its path relative to where the user is (its own name when outside)."""
+    resolved = path.resolve()
+    try:
+        rel = resolved.relative_to(Path.cwd().resolve())
+    except ValueError:
+        return resolved.name
+    return str(rel) if str(rel) != "." else resolved.name
 
 
 def load_task_dir(path: Path) -> Task:
@@ -80,8 +161,14 @@ def _load_evoforge(path: Path, manifest: Path) -> Task:
     params = dict(params)
     if "cascade_thresholds" in m:
         params["cascade_thresholds"] = _floats(m["cascade_thresholds"], "cascade_thresholds", where)
+    env = resolve_env(m.get("env", {}), m.get("env_pass", []), where)
+    if env:
+        params["env"] = env
+    program_file = path / _string(m, "initial_program", where, "initial_program.py")
+    if program_file.suffix != ".py":
+        params["program_suffix"] = program_file.suffix
     return Task(
-        name=_string(m, "name", where, path.resolve().name),
+        name=_string(m, "name", where, task_name(path)),
         description=_string(m, "description", where, _default_description(path, evaluator)),
         initial_program=program,
         direction=_direction(m.get("direction", "max"), where),
@@ -101,35 +188,61 @@ def _load_evoforge(path: Path, manifest: Path) -> Task:
 
 
 def _load_openevolve(path: Path) -> Task:
-    missing = [f for f in ("initial_program.py", "evaluator.py") if not (path / f).exists()]
+    programs = sorted(p for p in path.glob("initial_program.*") if p.is_file())
+    programs.sort(key=lambda p: p.suffix != ".py")  # a Python program first, if there are several
+    missing = ([] if programs else ["initial_program.py"]) + ([] if (path / "evaluator.py").exists() else ["evaluator.py"])
     if missing:
         raise TaskError(
             f"{path}: not a task directory: missing {' and '.join(missing)} "
             "(need task.toml/task.yaml + initial_program.py + evaluator.py, or OpenEvolve's initial_program.py + evaluator.py)"
         )
-    program = _read_program(path / "initial_program.py")
-    evaluator = _check_evaluator(path / "evaluator.py")
-    config = _read_manifest(path / "config.yaml") if (path / "config.yaml").exists() else {}
-    prompt = config.get("prompt") if isinstance(config.get("prompt"), dict) else {}
+    configs = [path / n for n in ("config.yaml", "config.yml") if (path / n).is_file()]
+    configs += sorted(path.glob("config_*.yaml")) + sorted(path.glob("config_*.yml"))
+    config_file = configs[0] if configs else None
+    return openevolve_task(programs[0], path / "evaluator.py", config_file, task_name(path))
+
+
+def load_program_evaluator(program: Path, evaluator: Path) -> Task:
+    """OpenEvolve's ``openevolve-run PROGRAM EVALUATOR``: the two files, OpenEvolve's defaults."""
+    program, evaluator = Path(program), Path(evaluator)
+    for file, what in ((program, "program"), (evaluator, "evaluator")):
+        if not file.is_file():
+            raise TaskError(f"{file}: {what} file not found")
+    return openevolve_task(program, evaluator, None, task_name(program.resolve().parent))
+
+
+def openevolve_task(program_file: Path, evaluator_file: Path, config_file: Path | None, name: str) -> Task:
+    """A task in OpenEvolve's terms: its config's evaluator settings, or its defaults."""
+    from evoforge.compat.openevolve_config import OpenEvolveConfigError, evaluator_settings, system_message
+
+    program = _read_program(program_file)
+    evaluator = _check_evaluator(evaluator_file)
+    config = _read_manifest(config_file) if config_file is not None else {}
+    where = config_file.name if config_file is not None else "OpenEvolve defaults"
     ev = config.get("evaluator") if isinstance(config.get("evaluator"), dict) else {}
-    params: dict[str, Any] = {"layout": "openevolve"}
-    system = prompt.get("system_message")
-    if not system and isinstance(prompt.get("system_message_list"), list) and prompt["system_message_list"]:
-        first = prompt["system_message_list"][0]
-        system = first.get("message") if isinstance(first, dict) else first
-    if isinstance(system, str) and system.strip():
-        params["system_message"] = system.strip()
-    if ev.get("cascade_evaluation") and ev.get("cascade_thresholds") is not None:
-        params["cascade_thresholds"] = _floats(ev["cascade_thresholds"], "evaluator.cascade_thresholds", "config.yaml")
-    timeout = ev.get("timeout", 60.0)
+    try:
+        settings = evaluator_settings(ev)
+        system = system_message(config)
+    except OpenEvolveConfigError as exc:
+        raise TaskError(f"{config_file}: {exc}") from None
+    params: dict[str, Any] = {"layout": "openevolve", "cascade": settings["cascade"],
+                              "cascade_thresholds": settings["cascade_thresholds"], "config_file": where}
+    suffix = config.get("file_suffix") or program_file.suffix
+    if suffix and suffix != ".py":
+        params["program_suffix"] = suffix if suffix.startswith(".") else f".{suffix}"
+    if "artifacts" in settings:
+        params["artifacts"] = settings["artifacts"]
+    if system:
+        params["system_message"] = system
     return Task(
-        name=path.resolve().name,
-        description=params.get("system_message") or _default_description(path, evaluator),
+        name=name,
+        description=system or _default_description(program_file.parent, evaluator),
         initial_program=program,
         direction=Direction.MAX,  # OpenEvolve maximises combined_score
         verify=None,
-        evolve_blocks=EVOLVE_START in program,
-        time_limit=_positive(timeout, "evaluator.timeout", "config.yaml"),
+        evolve_blocks="EVOLVE-BLOCK-START" in program,
+        time_limit=settings["time_limit"],
+        memory_mb=settings.get("memory_mb", OE_MEMORY_MB),
         evaluator_path=evaluator,
         params=params,
     )
@@ -142,6 +255,8 @@ def _read_program(file: Path) -> str:
         text = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise TaskError(f"{file}: cannot read: {exc}") from None
+    if file.suffix != ".py":
+        return text  # another language: its evaluator compiles or interprets it
     try:
         ast.parse(text, filename=str(file))
     except SyntaxError as exc:
