@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -126,6 +125,7 @@ def main() -> None:
         for label, url in [("programs page 1", f"/run/{run}/programs"),
                            ("programs p.500 by score", f"/run/{run}/programs?page=500&sort=score"),
                            ("lineage of the best", f"/run/{run}/tree"), ("lineage (json)", f"/api/run/{run}/tree"),
+                           ("program tree (json)", f"/api/run/{run}/forest"),
                            ("program page", f"/run/{run}/program/{args.children // 2}"),
                            ("live poll", f"/api/run/{run}/live"), ("curve again", f"/api/run/{run}/curve")]:
             timings.append(_get(client, label, url))

@@ -1,10 +1,11 @@
-"""A real small run for the dashboard tests, plus one hostile child and one stage table.
+"""A real small run for the dashboard tests, plus one hostile child and the idea memory's tables.
 
 The run is a genuine ``evoforge`` evolution (circle packing, builtin operator, 40 evaluations,
 about 2 s); the hostile child is then written the way the engine writes any child (RunStore's
 add_responses / classify / finish_step), with markup and script in every text a page shows."""
 from __future__ import annotations
 
+import json
 import socket
 import sqlite3
 from pathlib import Path
@@ -14,6 +15,13 @@ from evoforge.engine import Engine, build_config
 
 XSS = ('<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
        '</pre></div><svg onload="window.__pwned=3"></svg>"><iframe src="javascript:window.__pwned=4"></iframe>')
+MEMORY_TABLES = """
+CREATE TABLE IF NOT EXISTS memory_ideas (id INTEGER PRIMARY KEY, text TEXT, status TEXT, step INTEGER,
+                                         tested INTEGER, best REAL, merged INTEGER, findings TEXT,
+                                         prune_reason TEXT, pruned_step INTEGER);
+CREATE TABLE IF NOT EXISTS memory_hypotheses (child_id INTEGER PRIMARY KEY, idea_id INTEGER, step INTEGER,
+                                              child_class TEXT, score REAL, finding TEXT);
+"""
 HOSTILE_CODE = f'# {XSS}\ndef solve():\n    s = """{XSS}"""\n    return s\n'
 
 
@@ -32,10 +40,15 @@ def make_run(directory: Path, pool, budget: int = 40) -> dict:
                           evaluated=last["evaluated"] + 1, children=1, seconds=0.01, train_metrics={})
     finally:
         store.close()
-    # a table another stage would add (the idea memory): the dashboard lists it by name
+    # the tables the idea-memory stage adds (its DDL, engine/stages/memory.py): listed by name, drawn as a tree
     with sqlite3.connect(directory / "run.db") as db:
-        db.execute("CREATE TABLE ideas (id INTEGER PRIMARY KEY, parent_id INTEGER, text TEXT)")
-        db.executemany("INSERT INTO ideas VALUES (?, ?, ?)", [(1, None, "use a hexagonal grid"), (2, 1, XSS)])
+        db.executescript(MEMORY_TABLES)
+        db.executemany("INSERT INTO memory_ideas VALUES (?,?,?,?,?,?,?,?,?,?)",
+                       [(1, "use a hexagonal grid", "active", 1, 2, last["best_score"], 0, "[]", None, None),
+                        (2, XSS, "pruned", 2, 1, 0.5, 0, json.dumps([XSS]), XSS, 3)])
+        db.executemany("INSERT INTO memory_hypotheses VALUES (?,?,?,?,?,?)",
+                       [(last["best_id"], 1, 1, "evaluated", last["best_score"], "a ring of 8 helps"),
+                        (hid, 2, step, "evaluated", 0.5, XSS)])
     return {"summary": summary, "hostile_id": hid, "best_id": last["best_id"], "steps": step}
 
 

@@ -65,7 +65,9 @@ def test_pages_render_and_link(client, run):
     page = client.get("/run/0").text
     for ident in ("best-evals", "best-time", "classes", "rate", "times"):
         assert f'id="{ident}"' in page
-    assert f'/run/0/program/{run["best_id"]}' in page and "/run/0/table/ideas" in page
+    assert f'/run/0/program/{run["best_id"]}' in page and "/run/0/table/memory_ideas" in page
+    ideas = client.get("/run/0/ideas").text
+    assert "use a hexagonal grid" in ideas and f'href="/run/0/program/{run["best_id"]}"' in ideas
     best = client.get(f"/run/0/program/{run['best_id']}")
     assert best.status_code == 200 and 'class="hl"' in best.text and "Diff from the parent" in best.text
     png = client.get(f"/run/0/program/{run['best_id']}/object.png")
@@ -78,7 +80,8 @@ def test_pages_render_and_link(client, run):
 
 
 def test_hostile_text_is_escaped_everywhere(client, run):
-    for url in (f"/run/0/program/{run['hostile_id']}", "/run/0/table/ideas"):
+    for url in (f"/run/0/program/{run['hostile_id']}", "/run/0/table/memory_ideas", "/run/0/table/memory_hypotheses",
+                "/run/0/ideas"):
         html = client.get(url).text
         assert "<script>window.__pwned" not in html and "<img src=x" not in html and "<svg onload" not in html
         assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in html
@@ -98,7 +101,7 @@ def test_security_headers_read_only_and_confined(client, run):
         assert getattr(client, method)("/api/run/0/summary").status_code == 405
     assert client.get("/", headers={"host": "attacker.example"}).status_code == 400  # DNS rebinding
     for url in ("/run/1", "/api/run/7/curve", "/static/../data.py", "/static/%2e%2e/server.py",
-                "/run/0/table/children", "/run/0/table/sqlite_master", '/run/0/table/ideas"; DROP TABLE ideas; --',
+                "/run/0/table/children", "/run/0/table/sqlite_master", '/run/0/table/memory_ideas"; DROP TABLE memory_ideas; --',
                 "/run/0/program/99999", "/run/0/program/1/../../../etc/passwd"):
         assert client.get(url).status_code == 404, url
     reader = client.app.state.runs[0]

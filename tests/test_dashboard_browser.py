@@ -100,21 +100,30 @@ def test_pages_draw_the_runs_figures_and_navigate(browser, site):
     browser.find_element(By.PARTIAL_LINK_TEXT, "tree (").click()
     _open(browser, browser.current_url)
     assert _drawn(browser, "lineage-plot") >= 1
+    forest = browser.find_element(By.ID, "forest")
+    assert int(forest.get_attribute("data-nodes")) >= 2
+    assert forest.find_elements(By.CSS_SELECTOR, f'circle[data-id="{site["best_id"]}"]')
     rows = browser.find_elements(By.CSS_SELECTOR, "table.lineage tbody tr")
     assert rows and rows[-1].text.startswith(f"#{site['best_id']}")
     rows[0].find_element(By.PARTIAL_LINK_TEXT, "children").click()  # down from the seed
     _open(browser, browser.current_url)
     assert "lineage of #1" in browser.find_element(By.TAG_NAME, "h1").text
     assert browser.find_elements(By.CSS_SELECTOR, "table.children tbody tr")
+    browser.find_element(By.CSS_SELECTOR, f'#forest circle[data-id="{site["best_id"]}"]').click()  # the tree's nodes
+    _open(browser, browser.current_url)
+    assert browser.current_url.endswith(f"/tree?node={site['best_id']}")
     browser.find_element(By.LINK_TEXT, "cp26-small").click()  # the breadcrumb back
     _open(browser, browser.current_url)
-    browser.find_element(By.LINK_TEXT, "ideas").click()
+    browser.find_element(By.LINK_TEXT, "the idea tree").click()
     _open(browser, browser.current_url)
-    assert "use a hexagonal grid" in browser.find_element(By.CSS_SELECTOR, "table.stage").text
+    assert "use a hexagonal grid" in browser.find_element(By.CSS_SELECTOR, "ul.ideas").text
+    browser.find_element(By.CSS_SELECTOR, "ul.ideas ul a").click()  # the program that tested the idea
+    _open(browser, browser.current_url)
+    assert browser.current_url.endswith(f"/program/{site['best_id']}")
 
 
 def test_hostile_program_runs_no_script(browser, site):
-    for path in (f"/run/0/program/{site['hostile_id']}", "/run/0/table/ideas", "/run/0/programs?sort=score",
+    for path in (f"/run/0/program/{site['hostile_id']}", "/run/0/table/memory_ideas", "/run/0/ideas", "/run/0/programs?sort=score",
                  f"/run/0/tree?node={site['hostile_id']}"):
         _open(browser, site["base"] + path)
         time.sleep(0.3)  # give an onerror/onload handler its chance

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 RUN_DB = "run.db"
-CORE_TABLES = ("meta", "children", "steps", "snapshot", "objects")
+CORE_TABLES = ("meta", "children", "steps", "snapshot", "objects", "attempts")
 CLASSES = ("evaluated", "invalid", "no_solution", "unchanged", "no_diff")
 EVALUATED = (0, 1, 2)  # class codes of the children that ran in the sandbox
 MAX_POINTS = 2000  # per series sent to a browser
@@ -53,27 +53,23 @@ class RunReader:
         self._load_all()
 
     # -- the in-memory skeleton ---------------------------------------------------------------
-    _SKEL = "SELECT id, step, parent_id, child_class, score, wall_time, created_at FROM children"
+    # every column numeric (the class as its code), so that one np.array call decodes a batch
+    _SKEL = ("SELECT id, step, COALESCE(parent_id, -1), CASE child_class "
+             + " ".join(f"WHEN '{c}' THEN {i}" for i, c in enumerate(CLASSES))
+             + " ELSE -1 END, score, wall_time, created_at FROM children")
+    _COLS = ("ids", "step", "parent", "cls", "score", "wall", "created")
+    _TYPES = (np.int64, np.int64, np.int64, np.int8, np.float64, np.float64, np.float64)
 
     def _load_all(self) -> None:
-        rows = self.db.execute(self._SKEL + " ORDER BY id").fetchall()
-        self._set(rows)
+        self._set(self.db.execute(self._SKEL + " ORDER BY id").fetchall())
         self.meta = {k: _loads(v) for k, v in self.db.execute("SELECT key, value FROM meta")}
 
-    _COLS = ("ids", "step", "parent", "cls", "score", "wall", "created")
-
     def _set(self, rows: list[tuple], keep: int = 0) -> None:
-        """The arrays become their first ``keep`` entries followed by ``rows`` (decoded)."""
-        code = {c: i for i, c in enumerate(CLASSES)}
-        fresh = (
-            np.array([r[0] for r in rows], dtype=np.int64),
-            np.array([r[1] for r in rows], dtype=np.int64),
-            np.array([-1 if r[2] is None else r[2] for r in rows], dtype=np.int64),
-            np.array([code.get(r[3], -1) for r in rows], dtype=np.int8),
-            *(np.array([np.nan if r[j] is None else r[j] for r in rows], dtype=np.float64) for j in (4, 5, 6)),
-        )
-        for name, arr in zip(self._COLS, fresh):
-            setattr(self, name, np.concatenate([getattr(self, name)[:keep], arr]) if keep else arr)
+        """The arrays become their first ``keep`` entries followed by ``rows``."""
+        table = np.array(rows, dtype=np.float64).reshape(len(rows), len(self._COLS))  # None -> NaN
+        for j, (name, kind) in enumerate(zip(self._COLS, self._TYPES)):
+            col = table[:, j] if kind is np.float64 else table[:, j].astype(kind)
+            setattr(self, name, np.concatenate([getattr(self, name)[:keep], col]) if keep else col)
 
     def refresh(self, force: bool = False) -> None:
         """Re-read what changed since the last look: new children, newly classified ones, steps."""
@@ -256,6 +252,20 @@ class RunReader:
                 row["children"] = int(counts[row["id"]]) if row["id"] < len(counts) else 0
         return {"node": node, "ancestors": chain[::-1], "children": children, "more": max(0, len(kids) - limit)}
 
+    def forest(self, top: int = 60) -> dict[str, Any]:
+        """The tree drawn on the lineage page: the ``top`` best programs and all their ancestors."""
+        self.refresh()
+        with self.lock:
+            valid = np.nonzero(self.cls == 0)[0]
+            order = np.argsort(-self._better_sign() * self.score[valid], kind="stable")
+            keep: set[int] = set()
+            for k in valid[order[:top]].tolist():
+                while k is not None and k not in keep:
+                    keep.add(k)
+                    k = self._pos(int(self.parent[k])) if self.parent[k] >= 0 else None
+            nodes = [self._row(k) for k in sorted(keep)]
+        return {"nodes": nodes, "top": top, "direction": self.direction}
+
     def program(self, child_id: int) -> dict[str, Any] | None:
         with self.lock:
             cur = self.db.execute("SELECT * FROM children WHERE id = ?", (child_id,))
@@ -299,6 +309,24 @@ class RunReader:
             cols = [d[0] for d in cur.description]
         return {"name": name, "columns": cols, "rows": rows, "page": page,
                 "pages": max(1, math.ceil(total / PAGE)), "total": total}
+
+    def ideas(self) -> list[dict[str, Any]] | None:
+        """The idea memory (PACEvolve): each idea with the programs that tested it, when the run has one."""
+        tables = self.extra_tables()
+        if "memory_ideas" not in tables:
+            return None
+        with self.lock:
+            cur = self.db.execute("SELECT * FROM memory_ideas ORDER BY id")
+            cols = [d[0] for d in cur.description]
+            ideas = {row[0]: dict(zip(cols, row), tests=[]) for row in cur.fetchall()}
+            if "memory_hypotheses" in tables:
+                for child, idea, step, cls, score, finding in self.db.execute(
+                        "SELECT child_id, idea_id, step, child_class, score, finding FROM memory_hypotheses"
+                        " ORDER BY child_id"):
+                    if idea in ideas and len(ideas[idea]["tests"]) < 100:
+                        ideas[idea]["tests"].append({"id": child, "step": step, "class": cls, "score": score,
+                                                     "finding": finding})
+        return list(ideas.values())
 
     def close(self) -> None:
         self.db.close()

@@ -92,6 +92,9 @@ def run_page(k: int, s: dict[str, Any], tables: dict[str, int]) -> str:
         chart("times", "Evaluation time (s)", "histogram, clipped at the 99th percentile"),
     ]) + "</div>"
     body += '<section id="train" class="hidden"><h2>Training (per step)</h2><div class="grid" id="train-plots"></div></section>'
+    if "memory_ideas" in tables:
+        body += f'<section><h2>Idea memory</h2><p><a href="/run/{k}/ideas">the idea tree</a> ' \
+            f'({tables["memory_ideas"]} ideas)</p></section>'
     if tables:
         items = "".join(f'<li><a href="/run/{k}/table/{e(n)}">{e(n)}</a> ({c} rows)</li>' for n, c in tables.items())
         body += f'<section><h2>Stage tables</h2><ul class="stage-tables">{items}</ul></section>'
@@ -142,7 +145,11 @@ def tree_page(k: int, name: str, t: dict[str, Any]) -> str:
                  _program_rows(k, t["children"], True), "children")
     more = f'<p class="note">and {t["more"]} more</p>' if t["more"] else ""
     body = (f'<p>Lineage of <a href="/run/{k}/program/{t["node"]}">#{t["node"]}</a>: from the seed down to it; '
-            "click a row's children to walk the tree.</p>" + chart("lineage-plot", "Score along the lineage")
+            "click a row's children to walk the tree.</p>"
+            + '<section class="chart"><h2>Program tree</h2><p class="note">the 60 best programs and their ancestors, '
+            "left to right by step, coloured by score; click a node for its lineage</p>"
+            f'<div id="forest" class="forest" data-node="{int(t["node"])}"></div></section>'
+            + chart("lineage-plot", "Score along the lineage")
             + f"<h2>Ancestors</h2>{anc}<h2>Children of #{t['node']} (best first)</h2>{kids}{more}")
     return layout(f"{name}: lineage of #{t['node']}", body, page="tree", run=k,
                   crumbs=[(f"/run/{k}", name), (f"/run/{k}/tree?node={t['node']}", f"tree #{t['node']}")])
@@ -184,11 +191,29 @@ def program_page(k: int, name: str, p: dict[str, Any]) -> str:
 
 
 def stage_table_page(k: int, name: str, t: dict[str, Any]) -> str:
-    rows = [[_cell(v) for v in row] for row in t["rows"]]
+    links = [c == "child_id" for c in t["columns"]]  # a program: link to its page
+    rows = [[f'<a href="/run/{k}/program/{v}">#{v}</a>' if link and isinstance(v, int) else _cell(v)
+             for v, link in zip(row, links)] for row in t["rows"]]
     body = f'<p>{t["total"]} rows</p>' + pager(f"/run/{k}/table/{t['name']}", t["page"], t["pages"])
     body += table(list(t["columns"]), rows, "stage")
     return layout(f"{name}: {t['name']}", body, page="table", run=k,
                   crumbs=[(f"/run/{k}", name), (f"/run/{k}/table/{t['name']}", t["name"])])
+
+
+def ideas_page(k: int, name: str, ideas: list[dict[str, Any]]) -> str:
+    """The idea memory as a tree: each idea, then the programs that tested it."""
+    items = []
+    for i in ideas:
+        tests = "".join(
+            f'<li><a href="/run/{k}/program/{int(t["id"])}">#{int(t["id"])}</a> step {e(t["step"])} '
+            f'<span class="cls {e(t["class"])}">{e(t["class"])}</span> {num(t["score"])} {e(t["finding"] or "")}</li>'
+            for t in i["tests"])
+        items.append(f'<li><b>#{e(i.get("id"))}</b> <span class="cls">{e(i.get("status"))}</span> {e(i.get("text"))}'
+                     f' <span class="note">tested {e(i.get("tested"))}, best {num(i.get("best"))}</span>'
+                     f'<ul>{tests}</ul></li>')
+    body = f'<p>{len(ideas)} ideas</p><ul class="ideas">{"".join(items)}</ul>'
+    return layout(f"{name}: idea memory", body, page="ideas", run=k,
+                  crumbs=[(f"/run/{k}", name), (f"/run/{k}/ideas", "ideas")])
 
 
 def _cell(v: Any) -> str:

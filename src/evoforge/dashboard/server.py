@@ -116,6 +116,13 @@ def create_app(run_dirs: Sequence[Path], hosts: Sequence[str] = ("127.0.0.1", "l
             return missing("no such run or table")
         return HTMLResponse(pages.stage_table_page(request.path_params["run"], r.dir.name, t))
 
+    def ideas(request: Request) -> Response:
+        r = reader(request)
+        found = r.ideas() if r else None
+        if found is None:
+            return missing("no such run, or it has no idea memory")
+        return HTMLResponse(pages.ideas_page(request.path_params["run"], r.dir.name, found))
+
     def api(method: str) -> Any:
         def endpoint(request: Request) -> Response:
             r = reader(request)
@@ -137,8 +144,8 @@ def create_app(run_dirs: Sequence[Path], hosts: Sequence[str] = ("127.0.0.1", "l
         Route("/", overview), Route("/run/{run:int}", run_page), Route("/run/{run:int}/programs", programs),
         Route("/run/{run:int}/tree", tree), Route("/run/{run:int}/program/{id:int}", program),
         Route("/run/{run:int}/program/{id:int}/object.png", object_png),
-        Route("/run/{run:int}/table/{name:str}", stage_table), Route("/api/runs", api_runs),
-        *[Route(f"/api/run/{{run:int}}/{m}", api(m)) for m in ("summary", "live", "curve", "steps", "eval_times", "tree")],
+        Route("/run/{run:int}/table/{name:str}", stage_table), Route("/run/{run:int}/ideas", ideas), Route("/api/runs", api_runs),
+        *[Route(f"/api/run/{{run:int}}/{m}", api(m)) for m in ("summary", "live", "curve", "steps", "eval_times", "tree", "forest")],
         Route("/static/pygments.css", pygments_css), Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     app = Starlette(routes=routes, middleware=[Middleware(SecurityHeaders),

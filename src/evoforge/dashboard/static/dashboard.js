@@ -140,7 +140,10 @@
 
   function drawTree() {
     const node = new URLSearchParams(location.search).get("node");
-    return get("/api/run/" + run + "/tree" + (node ? "?node=" + encodeURIComponent(node) : "")).then(function (t) {
+    const forest = get("/api/run/" + run + "/forest").then(function (f) {
+      drawForest(f, Number(document.getElementById("forest").dataset.node));
+    });
+    const lineage = get("/api/run/" + run + "/tree" + (node ? "?node=" + encodeURIComponent(node) : "")).then(function (t) {
       if (!t) return;
       const a = t.ancestors;
       const u = plot("lineage-plot", [line("score", PALETTE[0], { points: { show: true, size: 7 } })],
@@ -153,6 +156,71 @@
         });
       }
     });
+    return Promise.all([forest, lineage]);
+  }
+
+  // the program tree: x = step, leaves stacked top to bottom (depth-first), a parent at the middle
+  // of its children; the current node and its ancestors are outlined. SVG built with DOM calls only.
+  const SVG = "http://www.w3.org/2000/svg";
+  function svg(tag, attrs, parent) {
+    const el = document.createElementNS(SVG, tag);
+    Object.keys(attrs).forEach(function (k) { el.setAttribute(k, String(attrs[k])); });
+    if (parent) parent.appendChild(el);
+    return el;
+  }
+  function colour(t) {  // 0..1 -> a blue-to-yellow ramp
+    const a = [68, 1, 84], b = [33, 145, 140], c = [253, 231, 37];
+    const m = t < 0.5 ? [a, b, t * 2] : [b, c, (t - 0.5) * 2];
+    return "rgb(" + [0, 1, 2].map(function (i) { return Math.round(m[0][i] + (m[1][i] - m[0][i]) * m[2]); }).join(",") + ")";
+  }
+  function drawForest(data, current) {
+    const box = document.getElementById("forest");
+    if (!box) return;
+    box.textContent = "";
+    const nodes = data.nodes, byId = {}, kids = {};
+    nodes.forEach(function (n) { byId[n.id] = n; kids[n.id] = []; });
+    const roots = [];
+    nodes.forEach(function (n) { if (n.parent != null && byId[n.parent]) kids[n.parent].push(n); else roots.push(n); });
+    const path = {};
+    for (let n = byId[current]; n; n = n.parent != null ? byId[n.parent] : null) path[n.id] = true;
+    let leaf = 0;
+    const stack = roots.slice().reverse().map(function (n) { return [n, false]; });
+    while (stack.length) {  // iterative post-order: lineages can be thousands deep
+      const top = stack.pop(), n = top[0];
+      if (!top[1] && kids[n.id].length) {
+        stack.push([n, true]);
+        kids[n.id].slice().reverse().forEach(function (c) { stack.push([c, false]); });
+      } else if (!kids[n.id].length) {
+        n.y = leaf++;
+      } else {
+        n.y = kids[n.id].reduce(function (s, c) { return s + c.y; }, 0) / kids[n.id].length;
+      }
+    }
+    const scores = nodes.map(function (n) { return n.score; }).filter(function (v) { return v != null; });
+    const lo = Math.min.apply(null, scores), hi = Math.max.apply(null, scores);
+    const maxStep = Math.max.apply(null, nodes.map(function (n) { return n.step; }).concat([1]));
+    const W = Math.max(600, box.clientWidth || 900), H = Math.max(120, 16 * leaf + 30), pad = 14;
+    const X = function (n) { return pad + (W - 2 * pad) * n.step / maxStep; };
+    const Y = function (n) { return pad + (H - 2 * pad) * (leaf > 1 ? n.y / (leaf - 1) : 0.5); };
+    const root = svg("svg", { width: W, height: H, viewBox: "0 0 " + W + " " + H, role: "img" }, box);
+    nodes.forEach(function (n) {
+      if (n.parent != null && byId[n.parent]) {
+        const p = byId[n.parent], on = path[n.id] && path[p.id];
+        svg("path", { d: "M" + X(p) + "," + Y(p) + " H" + (X(p) + X(n)) / 2 + " V" + Y(n) + " H" + X(n),
+                      fill: "none", stroke: on ? "#d62728" : "#b8c0c8", "stroke-width": on ? 2 : 1 }, root);
+      }
+    });
+    const sign = data.direction === "min" ? -1 : 1;
+    nodes.forEach(function (n) {
+      const a = svg("a", { href: "/run/" + run + "/tree?node=" + n.id }, root);
+      const t = n.score == null || hi === lo ? 0.5 : (sign * (n.score - lo) / (hi - lo) + (sign < 0 ? 1 : 0));
+      const dot = svg("circle", { cx: X(n), cy: Y(n), r: n.id === current ? 7 : 5, fill: colour(t),
+                                  stroke: path[n.id] ? "#d62728" : "#fff", "stroke-width": path[n.id] ? 2 : 1 }, a);
+      dot.setAttribute("data-id", String(n.id));
+      const title = svg("title", {}, dot);
+      title.textContent = "#" + n.id + "  step " + n.step + "  score " + n.score;
+    });
+    box.dataset.nodes = String(nodes.length);
   }
 
   const DRAW = { overview: drawOverview, run: drawRun, tree: drawTree };
