@@ -34,6 +34,10 @@ class EvalRequest:
     # when a stage's combined_score falls below the matching threshold).
     evaluator_path: str | None = None
     cascade_thresholds: tuple[float, ...] = ()
+    # "python": the code is a Python program (compiled first: a syntax error is Status.SYNTAX).
+    # Anything else (e.g. "cpp", issue 16): the code is only a file for the evaluator, which
+    # compiles/runs it itself inside the confined child; needs evaluator_path.
+    language: str = "python"
     timeout: float = 60.0  # wall-clock seconds
     memory_mb: int = 2048  # address-space limit
     max_output_bytes: int = 1 << 16  # stdout/stderr kept per stream (the tail)

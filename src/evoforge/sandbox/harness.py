@@ -171,8 +171,10 @@ def run_child(req: dict[str, Any], workdir: str, res_fd: int) -> NoReturn:
         _fresh_stdio()
         sys.argv = [program_path]
         code = req["code"]
+        # issue 16: a C++ (or other non-Python) program is data for its evaluator, which compiles it
+        python = req.get("language", "python") == "python" or not req.get("evaluator_path")
         try:
-            code_obj = compile(code, program_path, "exec")
+            code_obj = compile(code if python else "", program_path, "exec")
         except (SyntaxError, ValueError) as exc:  # ValueError: null bytes in source
             finish({"status": "syntax", "error": error_line(exc, program_path)})
         if req.get("evaluator_path"):

@@ -46,6 +46,7 @@ def request_for(task: Task, code: str, timeout: float | None = None) -> EvalRequ
         cascade_thresholds=tuple(task.params.get("cascade_thresholds", ())),
         timeout=timeout if timeout is not None else task.time_limit,
         memory_mb=task.memory_mb,
+        language=task.language,
     )
 
 
@@ -59,9 +60,18 @@ def score_result(task: Task, res: SandboxResult) -> Evaluation:
             verdict = task.verify(res.value)
         except Exception as exc:  # a verifier must never take the host down
             verdict = Verdict.reject(f"verifier could not read the object: {type(exc).__name__}: {exc}")
-        status = Status.OK if verdict.valid else Status.INVALID
+        status = Status.OK if verdict.valid else _failure_status(verdict)
         return Evaluation(status, verdict.score, verdict.reason, verdict.metrics, res.value, **base)
     return _from_evaluator_dict(res.value, base)
+
+
+def _failure_status(verdict: Verdict) -> Status:
+    """INVALID, unless a family verifier (tasks/families/) names a no-solution class: a compile error
+    is SYNTAX, a program that timed out on every test case TIMEOUT, ... (same penalty ladder)."""
+    named = verdict.metrics.get("failure_status")
+    if isinstance(named, str) and named in {s.value for s in Status} and Status(named).no_solution:
+        return Status(named)
+    return Status.INVALID
 
 
 def _from_evaluator_dict(value: Any, base: dict[str, Any]) -> Evaluation:
