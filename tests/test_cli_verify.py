@@ -9,7 +9,7 @@ import typer
 from typer.testing import CliRunner
 
 from evoforge.cli.verify import register
-from evoforge.tasks import builtin_names
+from evoforge.tasks import all_task_names
 
 REF = Path(__file__).parent / "data" / "reference"
 
@@ -29,7 +29,8 @@ def test_tasks_json_and_table(app):
     r = run(app, "tasks", "--json")
     assert r.exit_code == 0
     rows = json.loads(r.stdout)
-    assert [row["name"] for row in rows] == builtin_names()
+    assert [row["name"] for row in rows] == all_task_names()  # every family, mathematics first
+    assert rows[0]["family"] == "mathematics" and {r["family"] for r in rows} >= {"algorithm-engineering", "symbolic-regression"}
     cp = rows[0]
     assert cp["direction"] == "max" and cp["best_known"] > cp["initial_score"] and cp["best_source"]
     r = run(app, "tasks")

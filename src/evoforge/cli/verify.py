@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 import typer
 
-from evoforge.tasks import TaskError, builtin_names, get_task
+from evoforge.tasks import TaskError, get_task, task_families
 from evoforge.tasks.base import Task
 
 
@@ -54,6 +54,7 @@ def task_row(task: Task) -> dict[str, Any]:
             source = kv.source
     return {
         "name": task.name,
+        "family": task.family,
         "direction": task.direction.value,
         "initial_score": task.initial_score,
         "best_known": target,
@@ -64,7 +65,7 @@ def task_row(task: Task) -> dict[str, Any]:
 
 
 def tasks_command(as_json: bool = typer.Option(False, "--json", help="Print a JSON list instead of a table.")) -> None:
-    rows = [task_row(get_task(name)) for name in builtin_names()]
+    rows = [task_row(get_task(name)) for names in task_families().values() for name in names]
     if as_json:
         typer.echo(json.dumps(_plain(rows), indent=2))
         return
@@ -72,6 +73,7 @@ def tasks_command(as_json: bool = typer.Option(False, "--json", help="Print a JS
     from rich.table import Table
 
     table = Table(title="evoforge built-in tasks")
+    table.add_column("family", no_wrap=True)
     table.add_column("task", no_wrap=True)
     table.add_column("dir", justify="center")
     table.add_column("initial", justify="right")
@@ -79,7 +81,8 @@ def tasks_command(as_json: bool = typer.Option(False, "--json", help="Print a JS
     table.add_column("by", overflow="fold")
     for r in rows:
         by = r["best_source"].split(", ")[0].split("; ")[0]  # the full source is in --json
-        table.add_row(r["name"], r["direction"], f"{r['initial_score']:.6g}", f"{r['best_known']:.9g}", by)
+        num = lambda v, fmt: "-" if v is None else format(v, fmt)  # noqa: E731 - timing tasks have no fixed initial score
+        table.add_row(r["family"], r["name"], r["direction"], num(r["initial_score"], ".6g"), num(r["best_known"], ".9g"), by)
     Console().print(table)
 
 

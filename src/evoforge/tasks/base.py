@@ -76,6 +76,8 @@ class Task:
     evolve_blocks: bool = False  # edits allowed only inside EVOLVE-BLOCK markers
     shaping: Shaping | None = None
     evaluator_path: Path | None = None  # OpenEvolve-style evaluator.py (runs sandboxed)
+    language: str = "python"  # "cpp": the program is C++ text its (sandboxed) evaluator compiles
+    family: str = "mathematics"  # the task kind, for listings (tasks/families/)
     params: dict[str, Any] = field(default_factory=dict)  # n, tolerance, formula, ...
 
     @property
