@@ -83,3 +83,78 @@ SECRET_READER = _edit("    def render(self, instance):\n        return ",
                       "        try:\n            text = open({SECRET_FILE!r}).read()\n"
                       "        except OSError:\n            text = ''\n"
                       "        return os.environ.get('EVOFORGE_HOST_SECRET', '') + text + ")
+
+# A yes/no environment: a policy that guesses gets about half right, so its pass rate lies
+# inside (0, 1) -- what a test's tiny model needs to get environments admitted.
+PARITY = '''import random
+import re
+
+from evoforge.envs import VerifiableEnvironment
+
+
+class SumParity(VerifiableEnvironment):
+    name = "sum_parity"
+    max_difficulty = 3
+
+    def generate(self, seed, difficulty):
+        rng = random.Random(f"parity-{seed}-{difficulty}")
+        xs = [rng.randint(1, 50) for _ in range(3 * difficulty)]
+        return {"xs": xs}, sum(xs) % 2
+
+    def render(self, instance):
+        return ("Reply 1 if the sum of these numbers is odd and 0 if it is even: "
+                + " ".join(map(str, instance["xs"])))
+
+    def score(self, instance, answer):
+        found = re.findall(r"\\d+", answer)
+        return 1.0 if found and int(found[-1]) == sum(instance["xs"]) % 2 else 0.0
+'''
+
+
+class DemoPolicy:
+    """A model-free stand-in for the policy in its three roles (``envs synth --backend demo``).
+
+    Generator: one of the candidates above (good and bad) in a fenced block; reviewer: ACCEPT
+    (now and then REJECT); solver: the sum/parity/largest number when it can read the question,
+    right about half the time. Deterministic in (prompt, response index, seed): resumable.
+    """
+
+    name = "demo"
+    POOL = ("good", "good_max", "syntax", "unseeded_random", "constant_instances", "answer_leaked",
+            "accepts_anything", "rejects_reference", "good", "parity")
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+
+    def _draw(self, text: str, j: int, cfg_seed: int | None) -> int:
+        import hashlib
+
+        key = f"{self.seed}-{cfg_seed}-{j}-{text}".encode()
+        return int.from_bytes(hashlib.sha256(key).digest()[:4], "big")
+
+    def generate(self, prompts, cfg):
+        import re
+
+        from evoforge.llm.base import Response
+
+        out = []
+        for p in prompts:
+            row = []
+            for j in range(cfg.n):
+                h = self._draw(p.text, j, cfg.seed)
+                if p.text.startswith("[generator]"):
+                    name = self.POOL[h % len(self.POOL)]
+                    text = "```python\n" + (PARITY if name == "parity" else CANDIDATES[name][0]) + "```"
+                elif p.text.startswith("[reviewer]"):
+                    text = "REJECT: unclear" if h % 7 == 0 else "ACCEPT: well posed"
+                else:
+                    nums = [int(x) for x in re.findall(r"\d+", p.text.split(":")[-1] if "Reply" in p.text else p.text)]
+                    value = (sum(nums) % 2 if "odd" in p.text else max(nums) if "largest" in p.text
+                             else sum(nums)) if nums else 0
+                    text = str(value if h % 2 else value + 1)
+                row.append(Response(text=text))
+            out.append(row)
+        return out
+
+    def close(self) -> None:
+        pass

@@ -269,7 +269,7 @@ def _judge(env, cases):
     if sum(word) * 4 >= 3 * len(cases):
         raise _Fail(3, f"L4 non-triviality: the prompt contains the answer (in {sum(word)} of {len(cases)} instances)")
     as_prompt = [_score(env, c["instance"], c["prompt"]) == 1.0 for c in cases]
-    if sum(as_prompt) * 2 >= len(cases):
+    if sum(as_prompt) * 4 >= 3 * len(cases):  # below that, a yes/no answer can score by chance
         raise _Fail(3, f"L4 non-triviality: the prompt itself scores 1 as an answer (in {sum(as_prompt)} of {len(cases)} instances)")
     texts = [c["text"] for c in cases]
     mode = max(set(texts), key=texts.count)
@@ -346,7 +346,7 @@ def probe():
                 raise _Fail(2, f"L3 determinism: generate({c['seed']}, {c['difficulty']}) differs in another process "
                                "(hash order, clock or unseeded randomness?)")
         stats = _judge(env, cases)
-        stats.update(cases=len(cases), seconds=round(time.perf_counter() - t0, 3))
+        stats.update(cases=len(cases), max_difficulty=env.max_difficulty, seconds=round(time.perf_counter() - t0, 3))
         return {"layer": 5, "reason": "", "name": env.name, "stats": stats}
     except _Fail as exc:
         if cross is not None and cross[0].poll() is None:
