@@ -42,6 +42,7 @@ class EditBlock:
     search: str  # text to find ("" for a full rewrite)
     replace: str  # text to put in its place (the whole program for a full rewrite)
     full: bool = False  # True: ``replace`` is the whole new program
+    region: int | None = None  # block rewrite: ``replace`` is the new body of EVOLVE-BLOCK ``region``
 
 
 @dataclass
@@ -71,7 +72,11 @@ def parse_edits(text: str, mode: str = "diff") -> list[EditBlock]:
             raise NoEditFound("no fenced ```python program found for a full rewrite")
         # The longest fenced python block is the program; shorter ones are usually snippets.
         return [EditBlock("", max(candidates, key=len).rstrip() + "\n", full=True)]
-    raise ValueError(f"unknown edit mode {mode!r} (expected 'diff' or 'full')")
+    if mode == "block":
+        from evoforge.edits.block import parse_block_rewrite
+
+        return parse_block_rewrite(text)
+    raise ValueError(f"unknown edit mode {mode!r} (expected 'diff', 'full' or 'block')")
 
 
 def _strip_section(section: str) -> str:
@@ -94,6 +99,10 @@ def evolve_regions(code: str) -> list[tuple[int, int]]:
 
 def apply_edits(parent_code: str, blocks: list[EditBlock], evolve_blocks: bool = False) -> ApplyResult:
     """Apply ``blocks`` in order to ``parent_code``; report each block that could not be applied."""
+    if blocks and all(b.region is not None for b in blocks):
+        from evoforge.edits.block import apply_region_blocks
+
+        return ApplyResult(*apply_region_blocks(parent_code, blocks))
     code = parent_code
     applied = 0
     failures: list[str] = []

@@ -25,7 +25,11 @@ class BackendConfig(BaseModel):
 class PromptConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    edit_mode: Literal["diff", "full"] = Field("diff", description="SEARCH/REPLACE diffs or full rewrites")
+    edit_mode: Literal["diff", "full", "block"] = Field(
+        "diff", description="SEARCH/REPLACE diffs, full rewrites, or block (rewrite only the EVOLVE-BLOCK's body)"
+    )
+    grammar: bool = Field(False, description="constrain decoding to the edit format (GBNF; llamacpp and "
+                          "openai on llama.cpp/vLLM/SGLang servers), so every response parses")
     show_inspirations: bool = Field(False, description="ThetaEvolve default is parent-only prompts")
     template_dir: Optional[str] = Field(None, description="directory overriding the prompt templates")
 

@@ -88,7 +88,7 @@ class Engine:
         from evoforge.prompts import PromptBuilder
 
         self.prompts = PromptBuilder(self.task, mode=cfg.prompt.edit_mode, show_inspirations=cfg.prompt.show_inspirations,
-                                     template_dir=cfg.prompt.template_dir)
+                                     template_dir=cfg.prompt.template_dir, grammar=cfg.prompt.grammar)
         self.store = RunStore(self.run_dir / "run.db")
         self.pipeline = default_pipeline(self)
         if stages is not None:

@@ -21,6 +21,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from evoforge.llm.base import BACKENDS, Backend, BackendError, GenerationConfig, Prompt, Response
+from evoforge.llm.server_info import (
+    GRAMMAR_FIELDS,
+    ServerInfo,
+    fit_max_tokens,
+    grammar_fields,
+    kind_from_models,
+    n_ctx_from_props,
+    plain_sampling_fields,
+    strip_reasoning,
+)
 
 _RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 
@@ -83,6 +93,11 @@ class OpenAIBackend(Backend):
         backoff_max: float = 30.0,
         logprobs: bool = False,
         extra_body: dict[str, Any] | None = None,
+        grammar_field: str = "auto",  # how Prompt.meta["grammar"] is sent (llm/server_info.py); "none": not
+        plain_sampling: bool | str = "auto",  # temperature only; auto: on llama.cpp servers and with logprobs
+        fallback_max_tokens: int = 4096,  # max_tokens cap when the server does not tell its context
+        strip_reasoning: bool = True,  # parse only the answer after <think>...</think>
+        max_response_bytes: int = 32 << 20,  # a larger body is a failed call, not read further (issue 9)
         **_: object,
     ):
         if use_n not in (True, False, "auto"):
@@ -102,6 +117,14 @@ class OpenAIBackend(Backend):
         self.backoff_max = float(backoff_max)
         self.logprobs = bool(logprobs)
         self.extra_body = dict(extra_body or {})
+        if grammar_field not in GRAMMAR_FIELDS:
+            raise BackendError(f"grammar_field must be one of {', '.join(GRAMMAR_FIELDS)}, got {grammar_field!r}")
+        self.grammar_field = grammar_field
+        self.plain_sampling = plain_sampling
+        self.fallback_max_tokens = int(fallback_max_tokens)
+        self.strip_reasoning = bool(strip_reasoning)
+        self.max_response_bytes = int(max_response_bytes)
+        self.server_info: ServerInfo | None = None  # probed once, at the first generate
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._client: Any = None  # httpx.AsyncClient, made in the loop thread
@@ -163,6 +186,8 @@ class OpenAIBackend(Backend):
         sem = asyncio.Semaphore(self.max_concurrency)
         if self.model is None:
             self.model = await self._first_model(client)
+        if self.server_info is None:
+            self.server_info = await self._server_info(client)
         conn_failures: list[str] = []
         rows = await asyncio.gather(*(self._one_prompt(client, sem, p, i, cfg, conn_failures) for i, p in enumerate(prompts)))
         total = sum(len(r) for r in rows)
@@ -180,6 +205,49 @@ class OpenAIBackend(Backend):
             raise BackendError(f"could not list models at {self.base_url}/models ({f.message}); set the 'model' option") from None
         except (KeyError, IndexError, TypeError):
             raise BackendError(f"{self.base_url}/models lists no model; set the 'model' option") from None
+
+    async def _server_info(self, client: Any) -> ServerInfo:
+        """The server's kind and context (llm/server_info.py); unknown when it does not say."""
+        info = ServerInfo()
+        try:
+            info.kind, info.n_ctx = kind_from_models(await self._request(client, "GET", "/models", None))
+        except _Failure:
+            pass
+        root = self.base_url.split(" | ")[0].rstrip("/")  # several servers: the first tells for all
+        root = root[: -len("/v1")] if root.endswith("/v1") else root
+        try:  # llama.cpp's own endpoint: the per-slot context
+            r = await client.get(root + "/props", timeout=5.0)
+            n_ctx = n_ctx_from_props(r.json()) if r.status_code == 200 else None
+            if n_ctx:
+                info.kind, info.n_ctx = "llama.cpp", n_ctx
+        except Exception:  # noqa: BLE001 - any server without /props
+            pass
+        return info
+
+    def _server_fields(self, prompt: Prompt, cfg: GenerationConfig) -> dict[str, Any]:
+        """max_tokens that fits, plain sampling and the grammar, as this server spells them."""
+        info = self.server_info or ServerInfo()
+        chars = len(prompt.text) + len(prompt.system)
+        out: dict[str, Any] = {"max_tokens": fit_max_tokens(cfg.max_tokens, chars, info, self.fallback_max_tokens)}
+        plain = self.plain_sampling
+        if plain is True or (plain == "auto" and (info.kind.startswith("llama") or self.logprobs)):
+            out.update(plain_sampling_fields(info.kind))
+        gbnf = prompt.meta.get("grammar")
+        if gbnf:
+            out.update(grammar_fields(info.grammar_field if self.grammar_field == "auto" else self.grammar_field, gbnf))
+        return out
+
+    def _finish(self, responses: list[Response]) -> list[Response]:
+        for r in responses:
+            if self.strip_reasoning:
+                r.text = strip_reasoning(r.text)
+            if self.logprobs and not r.error and r.token_ids is None:
+                kind = (self.server_info or ServerInfo()).kind
+                raise BackendError(
+                    f"the server at {self.base_url} ({kind}) returned no token ids with the log-probs; "
+                    f"training needs them: use vLLM (or --backend hf); llama.cpp server and Ollama never return them"
+                )
+        return responses
 
     async def _one_prompt(self, client: Any, sem: asyncio.Semaphore, prompt: Prompt, i: int,
                           cfg: GenerationConfig, conn_failures: list[str]) -> list[Response]:
@@ -211,6 +279,7 @@ class OpenAIBackend(Backend):
         if self.logprobs:
             body["logprobs"] = True
             body["return_tokens_as_token_ids"] = True  # vLLM: tokens come back as "token_id:N"
+        body.update(self._server_fields(prompt, cfg))
         body.update(self.extra_body)
         async with sem:
             t0 = time.perf_counter()
@@ -221,7 +290,7 @@ class OpenAIBackend(Backend):
                     conn_failures.extend([f.message] * n)
                 return [Response("", error=f.message, latency=time.perf_counter() - t0) for _ in range(n)]
             latency = time.perf_counter() - t0
-        return _responses(data, n, latency)
+        return self._finish(_responses(data, n, latency))
 
     async def _request(self, client: Any, method: str, path: str, body: dict[str, Any] | None) -> dict[str, Any]:
         import httpx

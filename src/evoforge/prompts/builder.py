@@ -24,6 +24,7 @@ TEMPLATE_NAMES = (
     "inspiration.txt",
     "instruction_diff.txt",
     "instruction_full.txt",
+    "instruction_block.txt",
     "instruction_crossover.txt",
 )
 _DEFAULT_DIR = Path(__file__).parent / "templates"
@@ -41,9 +42,11 @@ class PromptBuilder:
         show_inspirations: bool = False,
         template_dir: str | Path | None = None,
         max_feedback_chars: int = 1500,
+        grammar: bool = False,
     ):
-        if mode not in ("diff", "full"):
-            raise ValueError(f"unknown prompt mode {mode!r} (expected 'diff' or 'full')")
+        if mode not in ("diff", "full", "block"):
+            raise ValueError(f"unknown prompt mode {mode!r} (expected 'diff', 'full' or 'block')")
+        self.grammar = grammar  # attach the edit format's GBNF grammar (for constrained decoding)
         self.task = task
         self.mode = mode
         self.show_inspirations = show_inspirations
@@ -53,7 +56,7 @@ class PromptBuilder:
     def build(self, pick: Pick) -> Prompt:
         task, parent = self.task, pick.parent
         inspirations = [p.code for p in pick.inspirations] if self.show_inspirations else []
-        instruction = self._fill("instruction_diff.txt" if self.mode == "diff" else "instruction_full.txt", {
+        instruction = self._fill(f"instruction_{self.mode}.txt", {
             "entry": task.entry,
             "evolve_note": "Only change code between the EVOLVE-BLOCK-START and EVOLVE-BLOCK-END markers."
             if task.evolve_blocks
@@ -75,6 +78,11 @@ class PromptBuilder:
             "parent": self._program("parent.txt", parent),
             "instruction": instruction.strip(),
         })
+        meta: dict[str, Any] = {}
+        if self.grammar:
+            from evoforge.edits.grammar import grammar_for
+
+            meta["grammar"] = grammar_for(self.mode, parent.code, task.evolve_blocks)
         return Prompt(
             text=text,
             system=self._fill("system.txt", {}).strip(),
@@ -89,6 +97,7 @@ class PromptBuilder:
                 "target": target,
                 "mode": self.mode,
                 "evolve_blocks": task.evolve_blocks,
+                **meta,
             },
         )
 

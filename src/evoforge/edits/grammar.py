@@ -1,0 +1,123 @@
+"""Grammars (GBNF) that make every sampled response an applicable edit of its parent.
+
+Grammar-constrained decoding (llama.cpp GBNF; vLLM / SGLang structured outputs, whose xgrammar
+reads the same notation) masks, at each token, whatever cannot continue the grammar. The
+grammars here are built per parent program:
+
+* ``diff``: one to three SEARCH/REPLACE blocks whose SEARCH text can only be a run of
+  consecutive lines of the parent's EVOLVE-BLOCK that occurs exactly once in the program (its
+  shortest unique run plus at most MAX_EXTRA_LINES), so the SEARCH is always found, unambiguous
+  and inside the block; REPLACE is free text (no line starting with a marker or a fence).
+* ``block``: one fenced block (the new EVOLVE-BLOCK body) that starts with the body's first line
+  (the model cannot drop the function it defines); the rest is free text.
+* ``full``: one fenced program.
+
+What a grammar cannot promise: that REPLACE differs from SEARCH, or that the code runs.
+Only ``*``, ``+``, ``?`` and alternation are used (no ``{m,n}``), which every engine accepts.
+"""
+from __future__ import annotations
+
+from evoforge.edits.diff import evolve_regions
+
+MAX_SEARCH_LINES = 400  # a longer EVOLVE-BLOCK still works; runs start only in its first lines
+MAX_EXTRA_LINES = 4  # lines a SEARCH may add after its shortest unique run
+
+
+def gbnf_literal(text: str) -> str:
+    """``text`` as a GBNF string literal."""
+    out = ['"']
+    for ch in text:
+        if ch == "\\":
+            out.append("\\\\")
+        elif ch == '"':
+            out.append('\\"')
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\x{ord(ch):02X}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+_FREE_LINES = (
+    'rlines ::= rline*\n'
+    # A line of the new code: anything but a line that starts with a marker or a fence.
+    'rline ::= ([^<=>`\\n] [^\\n]*)? "\\n"\n'
+)
+
+
+def grammar_for(mode: str, parent_code: str, evolve_blocks: bool = True) -> str:
+    """The GBNF grammar of a response in edit ``mode`` for this parent."""
+    if mode == "diff":
+        return diff_grammar(parent_code, evolve_blocks)
+    if mode == "block":
+        return block_grammar(parent_code)
+    if mode == "full":
+        return 'root ::= "```python\\n" rlines "```"\n' + _FREE_LINES
+    raise ValueError(f"no grammar for edit mode {mode!r}")
+
+
+def diff_grammar(parent_code: str, evolve_blocks: bool = True) -> str:
+    lines = [line.rstrip() for line in parent_code.splitlines()]
+    regions = evolve_regions(parent_code) if evolve_blocks else []
+    spans = regions or [(0, len(lines))]
+    counts: dict[tuple[str, ...], int] = {}
+    rules: list[str] = []
+    starts: list[str] = []
+    for r, (lo, hi) in enumerate(spans):
+        for i in range(lo, min(hi, lo + MAX_SEARCH_LINES)):
+            if not lines[i].strip():
+                continue  # a run starting with a blank line carries no position
+            u = _unique_end(lines, i, hi, counts)
+            if u is None:
+                continue
+            # s_i: the mandatory lines i..u (the shortest unique run), then up to MAX_EXTRA_LINES more:
+            # a small model that may copy the whole block into SEARCH spends its tokens there.
+            mandatory = " ".join(gbnf_literal(lines[k] + "\n") for k in range(i, u + 1))
+            extra = [gbnf_literal(lines[k] + "\n") for k in range(u + 1, min(hi, u + 1 + MAX_EXTRA_LINES))]
+            tail = ""
+            for lit in reversed(extra):
+                tail = f"({lit}{tail})?" if not tail else f"({lit} {tail})?"
+            rules.append(f"s{r}x{i} ::= {mandatory}" + (f" {tail}" if tail else ""))
+            starts.append(f"s{r}x{i}")
+    if not starts:
+        raise ValueError("no line of the program can start a unique SEARCH text")
+    head = [
+        "root ::= block (block block?)?",
+        'block ::= "<<<<<<< SEARCH\\n" search "=======\\n" rlines ">>>>>>> REPLACE\\n"',
+        "search ::= " + " | ".join(starts),
+    ]
+    return "\n".join(head + rules) + "\n" + _FREE_LINES
+
+
+def block_grammar(parent_code: str) -> str:
+    regions = evolve_regions(parent_code)
+    lines = parent_code.splitlines()
+    lo, hi = regions[0] if regions else (0, len(lines))
+    first = next((line.rstrip() for line in lines[lo:hi] if line.strip()), "")
+    if regions and len(regions) > 1:  # one fence per region, in order
+        body = " ".join(['"```python\\n" rlines "```\\n"'] * len(regions))
+        return f"root ::= {body}\n" + _FREE_LINES
+    lead = f" {gbnf_literal(first + chr(10))}" if first else ""
+    return f'root ::= "```python\\n"{lead} rlines "```"\n' + _FREE_LINES
+
+
+def _unique_end(lines: list[str], i: int, hi: int, counts: dict[tuple[str, ...], int]) -> int | None:
+    """The smallest u in [i, hi) such that lines[i..u] ends on a non-blank line and occurs once."""
+    n = len(lines)
+    for u in range(i, hi):
+        if not lines[u].strip():
+            continue
+        run = tuple(lines[i : u + 1])
+        if run not in counts:
+            m = len(run)
+            counts[run] = sum(1 for s in range(n - m + 1) if tuple(lines[s : s + m]) == run)
+        if counts[run] == 1:
+            return u
+    return None
