@@ -116,3 +116,24 @@ def test_ray_executor_without_ray_is_one_line(monkeypatch):
     with pytest.raises(RayUnavailable) as info:
         RayExecutor()
     assert str(info.value) == INSTALL_HINT and "\n" not in str(info.value)
+
+
+def test_executor_config_as_a_mapping_or_a_name():
+    from evoforge.engine.config import build_config
+
+    cfg = build_config({"executor": {"name": "ray", "address": "auto", "workers": 8}})
+    assert cfg.executor == "ray" and cfg.executor_options == {"address": "auto", "workers": 8}
+    assert build_config({"executor": "sandbox"}).executor_options == {}
+    from evoforge.engine.config import ConfigError
+
+    with pytest.raises(ConfigError, match="needs a 'name'"):
+        build_config({"executor": {"address": "auto"}})
+
+
+def test_ray_address_without_the_ray_executor_is_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "evoforge.cli.main", "run", "circle-packing-26", "--ray-address",
+                          "auto", "--run-dir", str(tmp_path / "r")], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and out.stderr.strip() == "error: --ray-address needs --executor ray"

@@ -6,5 +6,8 @@ Ray executor is made.
 from __future__ import annotations
 
 from evoforge.cluster.ray_executor import INSTALL_HINT, RayExecutor, RayUnavailable
+from evoforge.sandbox.base import EXECUTORS
+
+EXECUTORS.register("ray")(RayExecutor)
 
 __all__ = ["INSTALL_HINT", "RayExecutor", "RayUnavailable"]
