@@ -44,6 +44,9 @@ def plot_layers(store: EnvStore, path: Path) -> Path | None:
     xs = [d["step"] for d in data]
     for L in range(5):
         ax.plot(xs, [d["pass"][L] for d in data], marker="o", ms=3, label=LAYERS[L])
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("synthesis step")
     ax.set_ylabel("share of candidates passing")
     ax.set_ylim(-0.02, 1.02)
