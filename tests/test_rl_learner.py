@@ -176,3 +176,20 @@ def test_smollm2_generates_and_takes_an_rl_step():
     learner = make_learner(TrainConfig(model="smollm2", device="cpu"), b)
     m = learner.update([[Rollout(prompt, r, float(j)) for j, r in enumerate(out[0])]])
     assert m["trained_sequences"] == 2 and m["grad_norm"] > 0
+
+
+def test_kl_term_changes_the_update_through_the_learner():
+    """The per-token term A - lambda * log(pi/pi0) inside HFLearner.update: with lambda > 0 the
+    second update (once the adapter has left the base model) differs from lambda = 0; the first
+    (adapter = base, log ratio 0) does not."""
+    states = {}
+    for lam in (0.0, 1.0):
+        b = backend()
+        learner = make_learner(cfg(kl_lambda=lam, lr=5e-2), b)
+        learner.update(ranked(groups_for(b, seed=0)))
+        first = lora_state(learner.model)
+        learner.update(ranked(groups_for(b, seed=1)))
+        states[lam] = (first, lora_state(learner.model))
+    for name in states[0.0][0]:
+        torch.testing.assert_close(states[0.0][0][name], states[1.0][0][name])
+    assert any(not torch.allclose(states[0.0][1][k], states[1.0][1][k], atol=1e-7) for k in states[0.0][1])
