@@ -144,12 +144,13 @@ def main() -> None:
     t0, c0 = time.perf_counter(), time.process_time()
     server = serve_in_thread([args.dir], host="127.0.0.1", port=args.port)
     started = time.perf_counter() - t0
-    base = f"http://127.0.0.1:{args.port}"
+    base = server.url
     run = "0"
     timings = []
     with httpx.Client(base_url=base, timeout=60) as client:
         # what a browser fetches to show the overview, then the run's page with its charts
-        for label, url in [("overview page", "/"), ("runs (poll)", "/api/runs"), ("best curve", f"/api/run/{run}/curve"),
+        for label, url in [("overview page", "/"), ("runs (poll)", "/api/runs"),
+                           ("best curve", f"/api/run/{run}/curve"),
                            ("run page", f"/run/{run}"), ("steps", f"/api/run/{run}/steps"),
                            ("eval times", f"/api/run/{run}/eval_times")]:
             timings.append(_get(client, label, url))

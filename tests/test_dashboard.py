@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("starlette", reason="the dashboard extra (starlette) is not installed")
@@ -101,7 +102,8 @@ def test_security_headers_read_only_and_confined(client, run):
         assert getattr(client, method)("/api/run/0/summary").status_code == 405
     assert client.get("/", headers={"host": "attacker.example"}).status_code == 400  # DNS rebinding
     for url in ("/run/1", "/api/run/7/curve", "/static/../data.py", "/static/%2e%2e/server.py",
-                "/run/0/table/children", "/run/0/table/sqlite_master", '/run/0/table/memory_ideas"; DROP TABLE memory_ideas; --',
+                "/run/0/table/children", "/run/0/table/sqlite_master",
+                '/run/0/table/memory_ideas"; DROP TABLE memory_ideas; --',
                 "/run/0/program/99999", "/run/0/program/1/../../../etc/passwd"):
         assert client.get(url).status_code == 404, url
     reader = client.app.state.runs[0]
@@ -121,7 +123,8 @@ def test_live_refresh_sees_a_new_step(client, run):
 def test_cli_error_lines(tmp_path, run):
     cli = [sys.executable, "-m", "evoforge.cli.main", "dashboard"]
     bad = subprocess.run(cli + [str(tmp_path)], capture_output=True, text=True, timeout=60)
-    assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [f"error: {tmp_path} is not a run directory (no run.db)"]
+    assert bad.returncode == 2
+    assert bad.stderr.strip().splitlines() == [f"error: {tmp_path} is not a run directory (no run.db)"]
     port = free_port()
     import socket
 
@@ -150,3 +153,33 @@ def test_big_store_is_aggregated_on_the_server(tmp_path, monkeypatch):
     assert total == pytest.approx(3000, rel=0.05)
     page = reader.programs(10**6)
     assert page["page"] == page["pages"] - 1 and len(page["rows"]) <= dashboard_data.PAGE
+
+
+def test_refresh_follows_a_resume_that_rewrites_the_unfinished_step(tmp_path, run):
+    import shutil
+
+    shutil.copytree(run["dir"], tmp_path / "r")
+    reader = dashboard_data.RunReader(tmp_path / "r")
+    store = RunStore(tmp_path / "r" / "run.db")
+    try:
+        last = store.last_step()
+        step = last["step"] + 1
+        ids = store.add_responses(step, [dict(pick=0, resp=j, parent_id=last["best_id"]) for j in range(3)])
+        store.classify(ids[0], child_class="no_diff", reward=-0.4)
+        reader.refresh(force=True)
+        assert reader.cls[-3:].tolist() == [4, -1, -1]
+        store.discard_after(step - 1)  # the killed step's responses are incomplete: a resume redoes them
+        again = store.add_responses(step, [dict(pick=0, resp=j, parent_id=last["best_id"]) for j in range(3)])
+        assert again == ids  # the same ids, now other children
+        for cid in again:
+            store.classify(cid, child_class="invalid", reward=-0.1, wall_time=0.5)
+        store.finish_step(step, last["rng_state"], best_id=last["best_id"], best_score=last["best_score"],
+                          evaluated=last["evaluated"] + 3, children=3, seconds=0.1)
+    finally:
+        store.close()
+    reader.refresh(force=True)
+    fresh = dashboard_data.RunReader(tmp_path / "r")
+    for name in dashboard_data.RunReader._COLS:  # NaN counts as equal to NaN here
+        np.testing.assert_array_equal(getattr(reader, name), getattr(fresh, name), err_msg=name)
+    assert reader.cls[-3:].tolist() == [1, 1, 1]
+    assert reader.summary()["classes"] == fresh.summary()["classes"]

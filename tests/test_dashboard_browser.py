@@ -43,9 +43,8 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
 def site(tmp_path_factory, pool):
     directory = tmp_path_factory.mktemp("dashb") / "cp26-small"
     info = make_run(directory, pool)
-    port = free_port()
-    server = serve_in_thread([directory], port=port)
-    info.update(dir=directory, base=f"http://127.0.0.1:{port}")
+    server = serve_in_thread([directory], port=free_port())
+    info.update(dir=directory, base=server.url)
     yield info
     server.stop()
 
@@ -123,12 +122,14 @@ def test_pages_draw_the_runs_figures_and_navigate(browser, site):
 
 
 def test_hostile_program_runs_no_script(browser, site):
-    for path in (f"/run/0/program/{site['hostile_id']}", "/run/0/table/memory_ideas", "/run/0/ideas", "/run/0/programs?sort=score",
+    for path in (f"/run/0/program/{site['hostile_id']}", "/run/0/table/memory_ideas", "/run/0/ideas",
+                 "/run/0/programs?sort=score",
                  f"/run/0/tree?node={site['hostile_id']}"):
         _open(browser, site["base"] + path)
         time.sleep(0.3)  # give an onerror/onload handler its chance
         assert browser.execute_script("return window.__pwned === undefined"), path
-        assert browser.execute_script("return document.querySelectorAll('img[src=\"x\"], svg[onload], iframe').length") == 0
+        injected = "return document.querySelectorAll('img[src=\"x\"], svg[onload], iframe').length"
+        assert browser.execute_script(injected) == 0, path
         scripts = browser.execute_script("return Array.from(document.scripts).map(s => s.src)")
         assert scripts == [site["base"] + "/static/uPlot.iife.min.js", site["base"] + "/static/dashboard.js"], path
     _open(browser, site["base"] + f"/run/0/program/{site['hostile_id']}")
@@ -153,14 +154,15 @@ def test_screenshots(browser, site, tmp_path):
     out.mkdir(parents=True, exist_ok=True)
     runs = [Path(p) for p in os.environ.get("EVOFORGE_SCREENSHOT_RUNS", "").split(":") if p]
     server = serve_in_thread(runs, port=free_port()) if runs else None
-    base = f"http://127.0.0.1:{server.thread and server.server.config.port}" if server else site["base"]
+    base = server.url if server else site["base"]
     try:
         from evoforge.dashboard.data import RunReader
 
         best = RunReader(runs[-1]).summary()["best_id"] if runs else site["best_id"]
         last = len(runs) - 1 if runs else 0
         for name, path, height in (("overview", "/", 900), ("run", f"/run/{last}", 1500),
-                                   ("tree", f"/run/{last}/tree", 1100), ("program", f"/run/{last}/program/{best}", 1500),
+                                   ("tree", f"/run/{last}/tree", 1100),
+                                   ("program", f"/run/{last}/program/{best}", 1500),
                                    ("hostile", f"/run/0/program/{site['hostile_id']}", 900)):
             if name == "hostile":
                 base = site["base"]

@@ -3,8 +3,8 @@
 The run store is opened with SQLite's ``mode=ro`` URI: no statement of the dashboard can
 change it, and a running engine (the WAL writer) goes on undisturbed. The small columns of
 every child (id, step, parent, class, score, evaluation time) are read once into numpy
-arrays (0.3 s for 100 000 children; the wide text columns are never scanned) and then
-refreshed incrementally, by primary-key range, so every chart is computed in memory and only
+arrays (0.4-0.8 s for 100 000 children, see benchmarks/RESULTS.md) and then refreshed
+incrementally, by primary-key range, so every chart is computed in memory and only
 a few thousand points ever leave the server, whatever the size of the run.
 """
 from __future__ import annotations
@@ -53,6 +53,7 @@ class RunReader:
         self.version = 0  # bumps whenever the store changed; the pages poll it
         self._fingerprint: tuple = ()
         self._load_all()
+        self._finished = self.db.execute("SELECT COALESCE(MAX(step), -1) FROM steps").fetchone()[0]
 
     # -- the in-memory skeleton ---------------------------------------------------------------
     # every column numeric (the class as its code), so that one np.array call decodes a batch
@@ -81,20 +82,23 @@ class RunReader:
             self._checked = time.monotonic()
             n, top = self.db.execute("SELECT COUNT(*), MAX(id) FROM children").fetchone()
             last = self.db.execute("SELECT MAX(step), COUNT(*) FROM steps").fetchone()
-            pending = np.nonzero(self.cls < 0)[0]
             fingerprint = (n, top, *last)
-            if fingerprint == self._fingerprint and not len(pending):
+            if fingerprint == self._fingerprint and not (self.cls < 0).any():
                 return
             if n < len(self.ids) or (len(self.ids) and (top or 0) < self.ids[-1]):
                 self._load_all()  # children were discarded (a resume): start over
             else:
-                start = int(self.ids[pending[0]]) if len(pending) else int(self.ids[-1]) + 1 if len(self.ids) else 0
+                # re-read from the first child not known to be final: unclassified, or of a step that
+                # had not finished at the last look (a resume may rewrite those)
+                open_rows = np.nonzero((self.cls < 0) | (self.step > self._finished))[0]
+                start = int(self.ids[open_rows[0]]) if len(open_rows) else int(self.ids[-1]) + 1 if len(self.ids) else 0
                 fresh = self.db.execute(self._SKEL + " WHERE id >= ? ORDER BY id", (start,)).fetchall()
                 keep = int(np.searchsorted(self.ids, start))
                 if fresh or keep < len(self.ids):
                     self._set(fresh, keep=keep)
             self.meta = {k: _loads(v) for k, v in self.db.execute("SELECT key, value FROM meta")}
             self._fingerprint = fingerprint
+            self._finished = last[0] if last[0] is not None else -1
             self.version += 1
 
     # -- summary --------------------------------------------------------------------------------

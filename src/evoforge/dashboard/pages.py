@@ -85,13 +85,15 @@ def run_page(k: int, s: dict[str, Any], tables: dict[str, int]) -> str:
     body = '<div class="facts">' + table(["", ""], [[e(a), b] for a, b in facts], "facts") + \
         '<p class="links">' + " · ".join(links) + "</p></div>"
     body += '<div class="grid">' + "".join([
-        chart("best-evals", "Best score over evaluations", "line: best so far; dots: each evaluation (min/max per bucket)"),
+        chart("best-evals", "Best score over evaluations",
+              "line: best so far; dots: each evaluation (min/max per bucket)"),
         chart("best-time", "Best score over time (s)"),
         chart("classes", "Children per class per step"),
         chart("rate", "Children per second"),
         chart("times", "Evaluation time (s)", "histogram, clipped at the 99th percentile"),
     ]) + "</div>"
-    body += '<section id="train" class="hidden"><h2>Training (per step)</h2><div class="grid" id="train-plots"></div></section>'
+    body += ('<section id="train" class="hidden"><h2>Training (per step)</h2>'
+             '<div class="grid" id="train-plots"></div></section>')
     if "memory_ideas" in tables:
         body += f'<section><h2>Idea memory</h2><p><a href="/run/{k}/ideas">the idea tree</a> ' \
             f'({tables["memory_ideas"]} ideas)</p></section>'
@@ -164,7 +166,8 @@ def program_page(k: int, name: str, p: dict[str, Any]) -> str:
     if p.get("parent_id") is not None:
         facts.append(("parent", f'<a href="/run/{k}/program/{int(p["parent_id"])}">#{int(p["parent_id"])}</a>'))
     if p.get("partner_id") is not None:
-        facts.append(("crossover partner", f'<a href="/run/{k}/program/{int(p["partner_id"])}">#{int(p["partner_id"])}</a>'))
+        partner = int(p["partner_id"])
+        facts.append(("crossover partner", f'<a href="/run/{k}/program/{partner}">#{partner}</a>'))
     facts.append(("lineage", f'<a href="/run/{k}/tree?node={pid}">tree ({p["n_children"]} children)</a>'))
     body = table(["", ""], [[e(a), b] for a, b in facts], "facts")
     metrics = p.get("metrics") or {}

@@ -144,8 +144,10 @@ def create_app(run_dirs: Sequence[Path], hosts: Sequence[str] = ("127.0.0.1", "l
         Route("/", overview), Route("/run/{run:int}", run_page), Route("/run/{run:int}/programs", programs),
         Route("/run/{run:int}/tree", tree), Route("/run/{run:int}/program/{id:int}", program),
         Route("/run/{run:int}/program/{id:int}/object.png", object_png),
-        Route("/run/{run:int}/table/{name:str}", stage_table), Route("/run/{run:int}/ideas", ideas), Route("/api/runs", api_runs),
-        *[Route(f"/api/run/{{run:int}}/{m}", api(m)) for m in ("summary", "live", "curve", "steps", "eval_times", "tree", "forest")],
+        Route("/run/{run:int}/table/{name:str}", stage_table), Route("/run/{run:int}/ideas", ideas),
+        Route("/api/runs", api_runs),
+        *[Route(f"/api/run/{{run:int}}/{m}", api(m))
+          for m in ("summary", "live", "curve", "steps", "eval_times", "tree", "forest")],
         Route("/static/pygments.css", pygments_css), Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     app = Starlette(routes=routes, middleware=[Middleware(SecurityHeaders),
@@ -210,6 +212,7 @@ class ServerThread:
     def __init__(self, app: Starlette, host: str, port: int):
         import uvicorn
 
+        self.url = f"http://{host}:{port}"
         self.server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off"))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()
