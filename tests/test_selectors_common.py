@@ -188,5 +188,15 @@ def test_observe_accepts_penalised_outcomes_only():
         sel = make(name)
         sel.add(seed_program())
         pick = sel.sample(1)[0]
-        sel.observe(pick, [ChildOutcome("no_diff", -0.4, None, None)])
-        assert isinstance(pick, Pick)
+        size = len(sel)
+        before = json.dumps(sel.state_dict(), sort_keys=True, default=str)
+        sel.observe(pick, [ChildOutcome("no_diff", -0.4, None, None), ChildOutcome("invalid", -0.1, None, None)])
+        assert len(sel) == size, name  # a penalised child never enters the population
+        assert sel.best().id == seed_program().id and sel.sample(1)[0].parent.id == seed_program().id
+        state = sel.state_dict()
+        json.dumps(state, default=str)  # still a JSON-able state after the feedback
+        restored = make(name)
+        restored.load_state_dict(copy.deepcopy(state), {seed_program().id: seed_program()})
+        assert json.dumps(restored.state_dict(), sort_keys=True, default=str) == json.dumps(state, sort_keys=True, default=str)
+        if name in ("puct", "pacevolve"):  # these learn from penalties: the feedback was recorded
+            assert json.dumps(state, sort_keys=True, default=str) != before, name
