@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import evoforge.selectors  # noqa: F401  (registers the selectors)
-from evoforge.database.base import SELECTORS, ChildOutcome, Pick, Program
+from evoforge.database.base import SELECTORS, ChildOutcome, Program
 from evoforge.database.indexed import IndexedSet, LazyMinHeap
 from evoforge.database.simulate import World, run_steps, seed_program
 from evoforge.selectors import SelectorConfigError, SelectorStateError
