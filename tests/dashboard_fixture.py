@@ -40,6 +40,11 @@ def make_run(directory: Path, pool, budget: int = 40) -> dict:
                           evaluated=last["evaluated"] + 1, children=1, seconds=0.01, train_metrics={})
     finally:
         store.close()
+    # what a --train run's steps carry (the learner's own keys), on every step of this real run
+    with sqlite3.connect(directory / "run.db") as db:
+        for (k,) in db.execute("SELECT step FROM steps WHERE step > 0").fetchall():
+            metrics = {"reward_mean": 0.1 * k, "beta_mean": 2.0 / k, "kl_ref_per_token": 0.01 * k, "loss": 1.0 / k}
+            db.execute("UPDATE steps SET train_metrics = ? WHERE step = ?", (json.dumps(metrics), k))
     # the tables the idea-memory stage adds (its DDL, engine/stages/memory.py): listed by name, drawn as a tree
     with sqlite3.connect(directory / "run.db") as db:
         db.executescript(MEMORY_TABLES)

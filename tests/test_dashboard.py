@@ -56,6 +56,8 @@ def test_figures_are_the_run_stores(client, run):
     assert curve["target"] == pytest.approx(2.6359830849)
     steps = client.get("/api/run/0/steps").json()
     assert sum(sum(v) for v in steps["classes"].values()) == pytest.approx(want["children"])
+    assert list(steps["train"])[:4] == ["reward_mean", "kl_ref_per_token", "beta_mean", "loss"]
+    assert steps["train"]["loss"]["y"][:2] == [1.0, 0.5]
     times = client.get("/api/run/0/eval_times").json()
     assert times["n"] == evaluations and sum(times["counts"]) == evaluations
 

@@ -85,6 +85,9 @@ def test_pages_draw_the_runs_figures_and_navigate(browser, site):
     assert browser.current_url.endswith("/run/0")
     for ident in ("best-evals", "best-time", "classes", "rate", "times"):
         assert _drawn(browser, ident) >= 1, ident
+    train = [h.text for h in browser.find_elements(By.CSS_SELECTOR, "#train h2")]
+    assert train[:5] == ["Training (per step)", "reward_mean", "kl_ref_per_token", "beta_mean", "loss"]
+    assert _drawn(browser, "train-3") == site["steps"]  # loss: one point per step
     best = f"{site['summary']['best_score']:.10g}"
     assert best in browser.find_element(By.CSS_SELECTOR, "table.facts").text
     # uPlot's legend shows the series of the best-score chart

@@ -197,7 +197,7 @@ class RunReader:
                     metrics[key][0].append(step)
                     metrics[key][1].append(float(v))
         return {"width": width, "x": x, "classes": classes, "rate": _bucket_mean(rate_x, rate_y),
-                "train": {k: _bucket_mean(xs, ys) for k, (xs, ys) in sorted(metrics.items())}}
+                "train": {k: _bucket_mean(*metrics[k]) for k in sorted(metrics, key=_metric_order)}}
 
     def eval_times(self, bins: int = 40) -> dict[str, Any]:
         self.refresh()
@@ -338,6 +338,14 @@ class RunReader:
 
     def close(self) -> None:
         self.db.close()
+
+
+FIRST_METRICS = ("reward_mean", "reward_max", "kl_ref_per_token", "beta_mean", "loss")
+
+
+def _metric_order(key: str) -> tuple[int, str]:
+    """The figures RL is read by first (reward, KL, beta, loss), then the rest by name."""
+    return (FIRST_METRICS.index(key) if key in FIRST_METRICS else len(FIRST_METRICS), key)
 
 
 def _quote(name: str) -> str:
