@@ -114,6 +114,9 @@ def _verify_json(task: Task, file: Path) -> dict[str, Any]:
     }
 
 
+MAX_TIMEOUT = 7 * 86400.0  # a week: the sandbox's limits and deadlines need finite numbers
+
+
 def _verify_program(task: Task, file: Path, timeout: float | None) -> dict[str, Any]:
     try:
         code = file.read_text(encoding="utf-8")
@@ -153,8 +156,8 @@ def verify_command(
         raise _fail(str(exc)) from None
     if not file.is_file():
         raise _fail(f"{file}: no such file")
-    if timeout is not None and not timeout > 0:
-        raise _fail(f"--timeout must be positive, got {timeout}")
+    if timeout is not None and not 0 < timeout <= MAX_TIMEOUT:  # inf, nan: one clear line, not an OverflowError
+        raise _fail(f"--timeout must be a number of seconds in (0, {MAX_TIMEOUT:g}], got {timeout}")
     suffix = file.suffix.lower()
     if suffix == ".json":
         result = _verify_json(task, file)
@@ -171,13 +174,18 @@ def verify_command(
 
 
 def _print_human(task: Task, r: dict[str, Any]) -> None:
-    typer.echo(f"task:   {task.name} ({task.direction.value})")
-    typer.echo(f"status: {r['status']}")
-    typer.echo(f"valid:  {'yes' if r['valid'] else 'no'}")
+    from evoforge.cli.textsafe import terminal_safe
+
+    def _echo(line: str) -> None:
+        typer.echo(terminal_safe(line))  # the program's reason and metrics may hold escape sequences
+
+    _echo(f"task:   {task.name} ({task.direction.value})")
+    _echo(f"status: {r['status']}")
+    _echo(f"valid:  {'yes' if r['valid'] else 'no'}")
     if r["score"] is not None:
-        typer.echo(f"score:  {r['score']!r}")
+        _echo(f"score:  {r['score']!r}")
     if r["reason"]:
-        typer.echo(f"reason: {r['reason']}")
+        _echo(f"reason: {r['reason']}")
     for key, value in _plain(r["metrics"]).items():
-        typer.echo(f"  {key}: {value}")
-    typer.echo(f"time:   {r['wall_time']:.3f} s")
+        _echo(f"  {key}: {value}")
+    _echo(f"time:   {r['wall_time']:.3f} s")

@@ -17,6 +17,8 @@ CUT_MARK = "[... {n} characters cut by evoforge ...]"
 _MAX_DEPTH = 24
 _MAX_INT_BITS = 4096  # ~1233 digits: printed at once; larger ints become their float (or inf)
 _MAX_ITEMS = 100_000  # list items / dict keys kept while cleaning a value
+METRIC_INT_BITS = 63  # a metric is a number the host computes with: wider ints become floats
+_MAX_NODES = 1_000_000  # values visited in all: a shared sub-list cannot make the copy explode
 
 
 @dataclass(frozen=True)
@@ -64,12 +66,20 @@ def number(value: Any) -> float | None:
     return None if math.isnan(f) else f  # SQLite stores NaN as NULL anyway: say so explicitly
 
 
-def clean(value: Any, depth: int = 0, string_cap: int = 1 << 16) -> Any:
-    """A JSON-encodable copy of `value`: plain types only, no cycles, bounded depth and width."""
+def clean(value: Any, depth: int = 0, string_cap: int = 1 << 16, _budget: list[int] | None = None,
+          int_bits: int = _MAX_INT_BITS) -> Any:
+    """A JSON-encodable copy of `value`: plain types only, no cycles, bounded depth, width and size.
+
+    Ints wider than `int_bits` become floats (inf beyond float range).
+    """
+    budget = _budget if _budget is not None else [_MAX_NODES]
+    budget[0] -= 1
+    if budget[0] < 0:
+        return "<cut>"
     if value is None or isinstance(value, (bool, float)):
         return value
     if isinstance(value, int):
-        if value.bit_length() > _MAX_INT_BITS:
+        if value.bit_length() > int_bits:
             return number(value)
         return int(value)
     if isinstance(value, str):
@@ -83,28 +93,28 @@ def clean(value: Any, depth: int = 0, string_cap: int = 1 << 16) -> Any:
                 out["_evoforge_cut"] = len(value) - i
                 break
             key = k if isinstance(k, str) else _safe_str(k)
-            out[text(key, 256) or ""] = clean(v, depth + 1, string_cap)
+            out[text(key, 256) or ""] = clean(v, depth + 1, string_cap, budget, int_bits)
         return out
     if isinstance(value, (list, tuple)):
-        items = [clean(v, depth + 1, string_cap) for v in value[:_MAX_ITEMS]]
+        items = [clean(v, depth + 1, string_cap, budget, int_bits) for v in value[:_MAX_ITEMS]]
         if len(value) > _MAX_ITEMS:
             items.append(f"<{len(value) - _MAX_ITEMS} more items cut>")
         return items
     tolist = getattr(value, "tolist", None)  # numpy arrays and scalars
     if callable(tolist) and type(value).__module__.startswith("numpy"):
         try:
-            return clean(tolist(), depth + 1, string_cap)
+            return clean(tolist(), depth + 1, string_cap, budget, int_bits)
         except Exception:
             pass
     return text(_safe_str(value), 256)
 
 
-def dumps(value: Any, cap: int | None = None) -> str:
+def dumps(value: Any, cap: int | None = None, int_bits: int = _MAX_INT_BITS) -> str:
     """JSON text of `value` (NaN/inf allowed) that never raises; over `cap` bytes a marked stand-in.
 
     A dict over the cap keeps its numeric entries (what scores are made of) while they fit.
     """
-    data = json.dumps(clean(value), allow_nan=True, separators=(",", ":"))
+    data = json.dumps(clean(value, int_bits=int_bits), allow_nan=True, separators=(",", ":"))
     if cap is None or len(data) <= cap:
         return data
     stand_in: dict[str, Any] = {"_evoforge_cut": f"{len(data)} bytes of JSON over the {cap}-byte cap"}
@@ -112,7 +122,7 @@ def dumps(value: Any, cap: int | None = None) -> str:
         size = len(json.dumps(stand_in))
         for k, v in value.items():
             if isinstance(v, (int, float)) and not isinstance(v, bool):
-                entry = {text(k if isinstance(k, str) else _safe_str(k), 256): clean(v)}
+                entry = {text(k if isinstance(k, str) else _safe_str(k), 256): clean(v, int_bits=int_bits)}
                 size += len(json.dumps(entry, allow_nan=True)) + 1
                 if size > cap:
                     break
@@ -124,7 +134,7 @@ def bound_metrics(metrics: Any, cap: int = DEFAULT_LIMITS.metrics_bytes) -> dict
     """The metrics dict the host keeps in memory and in run.db (same cut as `dumps`)."""
     if not isinstance(metrics, dict):
         return {}
-    out = json.loads(dumps(metrics, cap))
+    out = json.loads(dumps(metrics, cap, METRIC_INT_BITS))
     return out if isinstance(out, dict) else {}
 
 

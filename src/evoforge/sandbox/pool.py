@@ -35,6 +35,7 @@ DEFAULT_PRELOAD = ("numpy", "numpy.random", "numpy.fft", "scipy", "scipy.optimiz
 # import once per worker, outside any evaluation's timeout.
 DEFAULT_EAGER: tuple[str, ...] = ()
 UID_RANGE = range(61000, 62000)
+MAX_TIMEOUT = 7 * 86400.0  # rlimits, poll timeouts and deadlines need finite numbers
 _SRC_DIR = str(Path(__file__).resolve().parents[2])  # the directory holding the evoforge package
 _ZYGOTE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "OPENBLAS_NUM_THREADS": "1",
                "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
@@ -282,7 +283,7 @@ class SandboxPool:
             raise ValueError(f"EvalRequest.code must be a str, got {type(req.code).__name__}")
         if not (isinstance(req.entry, str) and req.entry.isidentifier()):
             raise ValueError(f"EvalRequest.entry must be a function name, got {req.entry!r}")
-        if not req.timeout > 0 or not req.memory_mb > 0 or req.max_output_bytes < 0 or req.max_result_bytes <= 0:
+        if not 0 < req.timeout <= MAX_TIMEOUT or not 0 < req.memory_mb < (1 << 40) or req.max_output_bytes < 0 or req.max_result_bytes <= 0:
             raise ValueError(f"EvalRequest limits must be positive (timeout={req.timeout}, memory_mb={req.memory_mb}, "
                              f"max_output_bytes={req.max_output_bytes}, max_result_bytes={req.max_result_bytes})")
         base = int(self.slots[0].hello.get("vm_mb", 0))
