@@ -166,3 +166,16 @@ def test_resolved_shape_is_stored_and_the_schema_versioned(tmp_path, pool):
         with pytest.raises(StoreError, match="newer evoforge") as err:
             RunStore(tmp_path / "run.db", readonly=readonly)
         assert "\n" not in str(err.value)
+
+
+def test_cli_names_the_selector_that_runs_and_show_reads_the_stored_shape(tmp_path):
+    from test_resume import _run
+
+    run_dir = tmp_path / "static"
+    res = _run(["run", "circle-packing-26", "--env", "static", "--budget", "12", "-B", "3", "-n", "2",
+                "--quiet", "--run-dir", str(run_dir)])
+    assert res.returncode == 0, res.stderr
+    assert "selector best-of-n" in res.stderr and "map-elites" not in res.stderr  # --env static runs best-of-n
+    assert "B=3 x n=2 (lockstep)" in res.stderr
+    info = json.loads(_run(["show", str(run_dir), "--json"]).stdout)
+    assert info["batch"] == "3 x 2, lockstep"

@@ -79,6 +79,7 @@ class Engine:
         self.cfg = cfg = resolve_search(cfg, getattr(self.backend, "preferred_batch", None))  # issue 13
         self.batch_size, self.n = cfg.batch_size, cfg.n
         self.pipeline_mode = resolve_pipeline(cfg, self.backend.name)
+        self.cfg = cfg = cfg.model_copy(update={"pipeline": self.pipeline_mode})  # stored: resume keeps the mode
         self.rng = np.random.default_rng(cfg.seed)
         self.selector: Selector = make_selector(cfg, self.task, self.rng)
         self.executor = executor or make_executor(cfg)

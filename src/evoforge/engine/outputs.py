@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from evoforge.database.base import Program
-from evoforge.database.store import RunStore, _json_default
+from evoforge.database import sanitize
+from evoforge.database.store import RunStore
 from evoforge.tasks.base import Direction, Task
 
 log = logging.getLogger("evoforge")
@@ -23,7 +24,7 @@ def write_best(run_dir: Path, task: Task, program: Program, obj: Any) -> None:
     _atomic_write(run_dir / BEST_PROGRAM, program.code)
     payload = {"task": task.name, "score": program.score, "program_id": program.id, "step": program.step,
                "metrics": program.metrics, "data": obj}
-    _atomic_write(run_dir / BEST_OBJECT, json.dumps(payload, default=_json_default))
+    _atomic_write(run_dir / BEST_OBJECT, sanitize.dumps(payload))  # huge ints, surrogates: never raises
 
 
 def refresh(run_dir: Path, task: Task, store: RunStore) -> None:
@@ -89,11 +90,18 @@ def summary(store: RunStore, task: Task | None = None) -> dict[str, Any]:
         "evaluated": store.count_evaluations(),
         "children": store.count_children(),
         "steps": last["step"] if last else 0,
+        "batch": _batch(store),
         "classes": classes,
     }
 
 
+def _batch(store: RunStore) -> str | None:
+    """The run's resolved batch shape, as stored when it started (e.g. "8 x 4, lockstep")."""
+    r = store.get_meta("resolved")
+    return f"{r['batch_size']} x {r['n']}, {r['pipeline']}" if r else None
+
+
 def _atomic_write(path: Path, text: str) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text)
+    tmp.write_text(text, encoding="utf-8", errors="backslashreplace")  # a model's lone surrogates
     tmp.replace(path)
