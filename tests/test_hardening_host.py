@@ -135,6 +135,23 @@ def test_user_facing_failures_are_one_line(tmp_path):
     assert res.returncode == 2 and "evoforge run" in res.stderr
     run = _cli("run", "circle-packing-26", "--budget", "2", "-B", "1", "-n", "1", "--run-dir", str(empty), "--quiet")
     assert run.returncode == 0, run.stderr
+    _archived_run_is_readable(empty, tmp_path / "ro")
+
+
+def _archived_run_is_readable(run_dir: Path, mount: Path) -> None:
+    """A run on a read-only mount: `show` reads it, `resume` says why it cannot (root: a bind mount)."""
+    mount.mkdir()
+    ok = os.geteuid() == 0 and subprocess.run(["mount", "--bind", str(run_dir), str(mount)], capture_output=True).returncode == 0
+    if not ok:
+        return  # no way to make a read-only directory for root here; the check needs a bind mount
+    try:
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(mount)], check=True, capture_output=True)
+        show = _cli("show", str(mount))
+        assert show.returncode == 0 and "best_score" in show.stdout, show.stderr
+        res = _cli("resume", str(mount))
+        assert res.returncode == 2 and "read-only" in res.stderr
+    finally:
+        subprocess.run(["umount", str(mount)], capture_output=True)
 
 
 def test_sigterm_and_a_second_writer(tmp_path):
