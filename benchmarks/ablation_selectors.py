@@ -4,6 +4,9 @@ model-free ``builtin`` operator, equal evaluation budgets and several seeds.
     python benchmarks/ablation_selectors.py [--budget 500] [--seeds 3] [--tasks a,b,c]
         [--selectors map-elites,puct,...] [--fractions 0.25,0.5,0.75] [-B 8] [-n 4] [--out results.json]
 
+Unset, B x n and map-elites' database are sized to the budget as in a plain run
+(selectors/sizing.py); -B/-n fix them for every selector.
+
 Prints markdown tables: per task and selector the median and best final score, the share of
 the gap from the initial score to the best known value closed (median), the median best score
 at half the budget, and the evaluations needed to close each of ``--fractions`` of that gap
@@ -35,17 +38,21 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-# Variant name -> (selector, selector options). "map-elites" is ThetaEvolve's default (large).
+# Variant name -> (selector, selector options). "map-elites" is evoforge's default (sized to the
+# budget); the three others are ThetaEvolve's fixed sizes.
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "map-elites": ("map-elites", {}),
     "map-elites-small": ("map-elites", {"size": "small"}),
+    "map-elites-medium": ("map-elites", {"size": "medium"}),
+    "map-elites-large": ("map-elites", {"size": "large"}),
     "puct": ("puct", {}),
     "pacevolve": ("pacevolve", {}),
     "greedy": ("greedy", {}),
     "best-of-n": ("best-of-n", {}),
 }
 # One circle packing, one autocorrelation inequality, one other; all evaluate in milliseconds.
-# (AC1 is left out: its evolve block holds no number, so the builtin operator cannot edit it.)
+# (ac1 and hadamard-29 now start from naive programs the builtin operator can move; their
+# paper starts, ac1-paper and hadamard-29-paper, give it almost nothing to edit.)
 DEFAULT_TASKS = ("circle-packing-26", "ac3", "erdos-min-overlap")
 EVALUATED_CLASSES = ("evaluated", "invalid", "no_solution")
 CHECKPOINTS = (0.1, 0.25, 0.5, 0.75, 1.0)  # shares of the budget at which the best is recorded
@@ -242,8 +249,9 @@ def markdown_tables(results: Sequence[RunResult]) -> str:
 CLAIMS: tuple[tuple[str, str, str, str], ...] = (
     ("TTT-Discover: PUCT reuse beats best-of-N", "puct", "best-of-n", "1"),
     ("TTT-Discover: PUCT beats epsilon-greedy", "puct", "greedy", "1"),
-    ("ThetaEvolve: small database wins early", "map-elites-small", "map-elites", "0.25"),
-    ("ThetaEvolve: large database wins late", "map-elites", "map-elites-small", "1"),
+    ("ThetaEvolve: small database wins early", "map-elites-small", "map-elites-large", "0.25"),
+    ("ThetaEvolve: large database wins late", "map-elites-large", "map-elites-small", "1"),
+    ("evoforge: budget-sized beats the Large database", "map-elites", "map-elites-large", "1"),
     ("PACEvolve: beats plain islands", "pacevolve", "map-elites", "1"),
     ("best-of-n (no reuse) is the weakest", "map-elites", "best-of-n", "1"),
     ("best-of-n (no reuse) is the weakest", "map-elites-small", "best-of-n", "1"),
@@ -305,8 +313,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--selectors", default=",".join(VARIANTS), help=f"comma-separated, of: {', '.join(VARIANTS)}")
     ap.add_argument("--fractions", default="0.25,0.5,0.75",
                     help="comma-separated shares of the initial-to-best-known gap for the 'evals to' columns")
-    ap.add_argument("-B", type=int, default=8, help="parents per step")
-    ap.add_argument("-n", type=int, default=4, help="responses per parent")
+    ap.add_argument("-B", type=int, default=None, help="parents per step [sized to the budget]")
+    ap.add_argument("-n", type=int, default=None, help="responses per parent [sized to the budget]")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--eval-timeout", type=float, default=10.0, help="seconds per evaluation")
     ap.add_argument("--out", type=Path, default=None, help="raw per-run results (.csv, else JSON)")
@@ -338,7 +346,7 @@ def validate(args: argparse.Namespace) -> tuple[list[str], list[str]]:
     if not args.fractions or any(not 0 < f <= 1 for f in args.fractions):
         raise AblationError(f"--fractions must be in (0, 1], got {args.fractions}")
     for name in ("budget", "seeds", "B", "n", "workers"):
-        if getattr(args, name) < 1:
+        if getattr(args, name) is not None and getattr(args, name) < 1:
             raise AblationError(f"--{name} must be at least 1")
     return tasks, variants
 
@@ -374,7 +382,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     order = {v: i for i, v in enumerate(variants)}
     results.sort(key=lambda r: (tasks.index(r.task), order[r.variant], r.seed))
     print(f"Selector ablation: builtin operator, budget {args.budget} evaluations, {args.seeds} seeds, "
-          f"B={args.B} n={args.n}, {args.workers} workers, total {time.perf_counter() - t0:.0f} s\n")
+          f"B={args.B or 'budget-sized'} n={args.n or 'budget-sized'}, {args.workers} workers, total {time.perf_counter() - t0:.0f} s\n")
     print(markdown_tables(results))
     if args.out:
         write_raw(results, args.out)

@@ -42,7 +42,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 OE_TASKS = HERE / "openevolve_tasks"
 OE_DRIVER = OE_TASKS / "run_openevolve.py"
-DEFAULT_OE_PYTHON = Path("/work/venvs/openevolve/bin/python")
+DEFAULT_OE_PYTHON = Path("/work/venvs/openevolve/bin/python")  # --openevolve-python for another
 
 
 @dataclass(frozen=True)
@@ -112,12 +112,12 @@ def run_evoforge(task: BenchTask, seed: int, url: str, workers: int, workdir: Pa
 
 
 def run_openevolve(python: str, task: BenchTask, seed: int, url: str, workers: int, workdir: Path,
-                   timeout_s: float) -> RunResult:
+                   timeout_s: float, extra_args: list[str] = ()) -> RunResult:
     out = workdir / f"openevolve-{task.key}-{seed}"
     result_path = out.with_suffix(".json")
     cmd = [python, str(OE_DRIVER), str(task.openevolve_dir), "--api-base", url, "--model", "standin",
            "--iterations", str(task.budget), "--seed", str(seed), "--workers", str(workers),
-           "--output", str(out), "--result", str(result_path)]
+           "--output", str(out), "--result", str(result_path), *extra_args]
     started = time.perf_counter()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=out.parent)
@@ -171,7 +171,7 @@ def _fmt(value: float | None, spec: str) -> str:
 def report(tasks: list[BenchTask], results: list[RunResult]) -> list[dict]:
     rows = []
     header = f"{'task':8} {'system':11} {'runs':>4} {'children':>8} {'wall s':>7} {'children/s':>10} " \
-             f"{'best (median)':>14} {'best (max)':>12}"
+             f"{'best (median)':>14} {'best (min)':>12} {'best (max)':>12}"
     print("\n" + header + "\n" + "-" * len(header))
     for task in tasks:
         medians = {}
@@ -186,11 +186,12 @@ def report(tasks: list[BenchTask], results: list[RunResult]) -> list[dict]:
             row = dict(task=task.key, system=system, runs=f"{len(ok)}/{len(mine)}",
                        children=_median([r.children for r in ok]), wall_s=_median([r.wall_s for r in ok]),
                        children_per_s=rate, best_median=best,
+                       best_min=min((r.best for r in ok if r.best is not None), default=None),
                        best_max=max((r.best for r in ok if r.best is not None), default=None))
             rows.append(row)
             print(f"{task.key:8} {system:11} {row['runs']:>4} {_fmt(row['children'], '.0f'):>8} "
                   f"{_fmt(row['wall_s'], '.1f'):>7} {_fmt(rate, '.1f'):>10} {_fmt(best, '.7g'):>14} "
-                  f"{_fmt(row['best_max'], '.7g'):>12}")
+                  f"{_fmt(row['best_min'], '.7g'):>12} {_fmt(row['best_max'], '.7g'):>12}")
             for r in mine:
                 if not r.ok:
                     print(f"{'':8} {system:11} seed {r.seed} FAILED: {r.note}")
@@ -217,6 +218,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--skip-openevolve", action="store_true")
     p.add_argument("--skip-evoforge", action="store_true")
     p.add_argument("--evoforge-args", default="", help="extra `evoforge run` arguments, quoted")
+    p.add_argument("--openevolve-args", default="",
+                   help="extra run_openevolve.py arguments, quoted (--archive-size N, --num-islands N)")
     p.add_argument("--run-timeout", type=float, default=900.0, help="seconds before one run is abandoned")
     p.add_argument("--sandbox-ceiling", action="store_true",
                    help="also time evoforge's sandbox alone on each task (the upper bound of its rate)")
@@ -251,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
                             r = run_evoforge(task, seed, server.url, args.workers, workdir, args.run_timeout, extra)
                         elif system == "openevolve" and oe_python is not None:
                             r = run_openevolve(oe_python, task, seed, server.url, args.workers, workdir,
-                                               args.run_timeout)
+                                               args.run_timeout, args.openevolve_args.split())
                         else:
                             continue
                         results.append(r)

@@ -14,6 +14,7 @@ EXPECTED_NAMES = {
     "ac1", "ac2", "ac3", "hadamard-29", "erdos-min-overlap", "circle-packing-rect-21", "kissing-11",
     "heilbronn-triangle-11", "heilbronn-convex-13", "heilbronn-convex-14",
     "min-distance-ratio-16-2d", "min-distance-ratio-14-3d", "sums-differences",
+    "ac1-paper", "hadamard-29-paper",
 }
 
 
@@ -47,7 +48,7 @@ def test_task_is_complete(name: str):
 @pytest.mark.parametrize(
     "name, published",
     [("circle-packing-26-t", 0.9597642), ("circle-packing-26", 0.9597642), ("ac3", 3.1585505),
-     ("hadamard-29", 0.1432749), ("ac1", 1.5213613)],
+     ("hadamard-29-paper", 0.1432749), ("ac1-paper", 1.5213613)],
 )
 def test_published_initial_scores(name: str, published: float):
     assert run_in_process(get_task(name)).score == pytest.approx(published, abs=5e-8)

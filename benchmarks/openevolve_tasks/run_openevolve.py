@@ -40,8 +40,8 @@ def build_config(args):
         "prompt": {"system_message": "You improve Python programs. Answer with SEARCH/REPLACE blocks."},
         "database": {
             "population_size": population,
-            "archive_size": 100,
-            "num_islands": 5,
+            "archive_size": args.archive_size,  # OpenEvolve's defaults: 100 and 5
+            "num_islands": args.num_islands,
             "random_seed": args.seed,
         },
         "evaluator": {
@@ -62,6 +62,8 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--eval-timeout", type=int, default=60)
+    parser.add_argument("--archive-size", type=int, default=100)
+    parser.add_argument("--num-islands", type=int, default=5)
     parser.add_argument("--output", required=True)
     parser.add_argument("--result", required=True)
     args = parser.parse_args()
