@@ -3,6 +3,7 @@ confinement, live refresh, the CLI's error lines, and server-side aggregation on
 from __future__ import annotations
 
 import importlib.util
+import re
 import sqlite3
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from starlette.testclient import TestClient  # noqa: E402
 
 from dashboard_fixture import add_step, free_port, make_run  # noqa: E402
 from evoforge.dashboard import data as dashboard_data  # noqa: E402
+from evoforge.dashboard import islands  # noqa: E402
 from evoforge.dashboard.server import create_app  # noqa: E402
 from evoforge.database.store import RunStore  # noqa: E402
 from evoforge.engine import outputs  # noqa: E402
@@ -80,6 +82,17 @@ def test_pages_render_and_link(client, run):
     assert tree["ancestors"][-1]["id"] == run["best_id"]
     by_score = client.get("/run/0/programs?sort=score").text
     assert by_score.index(f'/run/0/program/{run["best_id"]}"') < by_score.index("/run/0/program/1\"")
+
+
+def test_islands_from_the_selector_snapshot(client, run):
+    assert 'href="/run/0/islands"' in client.get("/run/0").text
+    html = client.get("/run/0/islands").text
+    assert "map-elites, as of the snapshot after step" in html
+    rows = re.findall(r"<tr><td>(\d+)</td><td>(\d+)</td>", html.split('<table class="islands">')[1].split("</table>")[0])
+    assert len(rows) >= 2 and all(int(m) >= 1 for _, m in rows)  # (budget-sized), the seed in each at least
+    assert html.count('<svg class="grid-map"') == len(rows) and '<a href="/run/0/program/1"><rect' in html
+    assert islands.selector_state({"stages": {"select": {"selector": {"selector": "pacevolve", "islands": []}}}}) \
+        == {"selector": "pacevolve", "islands": []}
 
 
 def test_hostile_text_is_escaped_everywhere(client, run):

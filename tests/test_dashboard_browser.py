@@ -116,6 +116,14 @@ def test_pages_draw_the_runs_figures_and_navigate(browser, site):
     assert browser.current_url.endswith(f"/tree?node={site['best_id']}")
     browser.find_element(By.LINK_TEXT, "cp26-small").click()  # the breadcrumb back
     _open(browser, browser.current_url)
+    browser.find_element(By.LINK_TEXT, "the islands of the selector").click()
+    _open(browser, browser.current_url)
+    assert len(browser.find_elements(By.CSS_SELECTOR, "svg.grid-map")) >= 2
+    browser.find_element(By.CSS_SELECTOR, "svg.grid-map a rect").click()  # an elite of island 0
+    _open(browser, browser.current_url)
+    assert "/program/" in browser.current_url
+    browser.find_element(By.LINK_TEXT, "cp26-small").click()
+    _open(browser, browser.current_url)
     browser.find_element(By.LINK_TEXT, "the idea tree").click()
     _open(browser, browser.current_url)
     assert "use a hexagonal grid" in browser.find_element(By.CSS_SELECTOR, "ul.ideas").text
@@ -163,7 +171,7 @@ def test_screenshots(browser, site, tmp_path):
 
         best = RunReader(runs[-1]).summary()["best_id"] if runs else site["best_id"]
         last = len(runs) - 1 if runs else 0
-        for name, path, height in (("overview", "/", 900), ("run", f"/run/{last}", 1500),
+        for name, path, height in (("overview", "/", 900), ("run", f"/run/{last}", 1500), ("islands", "/run/0/islands", 1000),
                                    ("tree", f"/run/{last}/tree", 1100),
                                    ("program", f"/run/{last}/program/{best}", 1500),
                                    ("hostile", f"/run/0/program/{site['hostile_id']}", 900)):

@@ -71,7 +71,7 @@ def overview(runs: list[dict[str, Any]]) -> str:
     return layout("Runs", body, page="overview")
 
 
-def run_page(k: int, s: dict[str, Any], tables: dict[str, int]) -> str:
+def run_page(k: int, s: dict[str, Any], tables: dict[str, int], islands: bool = False) -> str:
     classes = ", ".join(f"{e(c)} {n}" for c, n in s["classes"].items() if n)
     facts = [("task", e(s["task"])), ("direction", e(s["direction"])), ("best score", num(s["best_score"])),
              ("initial score", num(s["initial_score"])), ("best known", num(s["target"])),
@@ -94,6 +94,8 @@ def run_page(k: int, s: dict[str, Any], tables: dict[str, int]) -> str:
     ]) + "</div>"
     body += ('<section id="train" class="hidden"><h2>Training (per step)</h2>'
              '<div class="grid" id="train-plots"></div></section>')
+    if islands:
+        body += f'<section><h2>Islands</h2><p><a href="/run/{k}/islands">the islands of the selector</a></p></section>'
     if "memory_ideas" in tables:
         body += f'<section><h2>Idea memory</h2><p><a href="/run/{k}/ideas">the idea tree</a> ' \
             f'({tables["memory_ideas"]} ideas)</p></section>'
@@ -217,6 +219,46 @@ def ideas_page(k: int, name: str, ideas: list[dict[str, Any]]) -> str:
     body = f'<p>{len(ideas)} ideas</p><ul class="ideas">{"".join(items)}</ul>'
     return layout(f"{name}: idea memory", body, page="ideas", run=k,
                   crumbs=[(f"/run/{k}", name), (f"/run/{k}/ideas", "ideas")])
+
+
+def islands_page(k: int, name: str, data: dict[str, Any], direction: str) -> str:
+    """Each island: its size, best and mean score, its best members, and (map-elites) its grid of
+    elites over the two feature axes, each cell a link to its program."""
+    rows = [[e(i["index"]), e(i["members"]), num(i["best"]), num(i["mean"]), e(i["migrants"])]
+            for i in data["islands"]]
+    body = (f'<p>{e(data["selector"])}, as of the snapshot after step {int(data["step"])}'
+            + (f'; archive of {int(data["archive"])}' if data["archive"] else "") + "</p>"
+            + table(["island", "members", "best", "mean", "migrants in"], rows, "islands"))
+    scores = [c[3] for i in data["islands"] for c in i["cells"] if c[3] is not None]
+    lo, hi = (min(scores), max(scores)) if scores else (0.0, 1.0)
+    for i in data["islands"]:
+        body += f'<section class="island"><h2>Island {int(i["index"])}</h2>'
+        if i["cells"]:
+            body += _grid(k, i["cells"], lo, hi, direction)
+        body += table(["id", "step", "parent", "class", "score", "eval s"], _program_rows(k, i["top"]), "programs")
+        body += "</section>"
+    return layout(f"{name}: islands", body, page="islands", run=k,
+                  crumbs=[(f"/run/{k}", name), (f"/run/{k}/islands", "islands")])
+
+
+def _grid(k: int, cells: list[tuple], lo: float, hi: float, direction: str, size: int = 12) -> str:
+    n = max(max(x for x, _, _, _ in cells), max(y for _, y, _, _ in cells)) + 1
+    parts = [f'<svg class="grid-map" width="{n * size}" height="{n * size}" role="img">'
+             f'<rect width="{n * size}" height="{n * size}" fill="#f0f2f4"/>']
+    for x, y, pid, score in cells:
+        t = 0.5 if score is None or hi == lo else (score - lo) / (hi - lo)
+        t = 1 - t if direction == "min" else t
+        parts.append(f'<a href="/run/{k}/program/{int(pid)}"><rect x="{int(x) * size}" y="{(n - 1 - int(y)) * size}" '
+                     f'width="{size - 1}" height="{size - 1}" fill="{_ramp(t)}"><title>#{int(pid)} {num(score)}'
+                     "</title></rect></a>")
+    return "".join(parts) + '</svg><p class="note">elites by complexity (across) and diversity (up)</p>'
+
+
+def _ramp(t: float) -> str:
+    """0..1 -> the dashboard's blue-to-yellow ramp (the program tree's, in static/dashboard.js)."""
+    stops = ((68, 1, 84), (33, 145, 140), (253, 231, 37))
+    a, b, f = (stops[0], stops[1], t * 2) if t < 0.5 else (stops[1], stops[2], (t - 0.5) * 2)
+    return "rgb(" + ",".join(str(round(a[j] + (b[j] - a[j]) * f)) for j in range(3)) + ")"
 
 
 def _cell(v: Any) -> str:

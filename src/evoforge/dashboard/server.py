@@ -17,10 +17,11 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from evoforge.dashboard import pages
+from evoforge.dashboard import islands, pages
 from evoforge.dashboard.data import CLASSES, DashboardError, RunReader
 
 STATIC = Path(__file__).parent / "static"
+ISLAND_SELECTORS = ("map-elites", "pacevolve")
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY",
@@ -60,6 +61,7 @@ def create_app(run_dirs: Sequence[Path], hosts: Sequence[str] = ("127.0.0.1", "l
         raise DashboardError("give at least one run directory")
     runs = [RunReader(Path(d)) for d in run_dirs]
     pictures = Pictures()
+    island_cache: dict[int, Any] = {}
 
     def reader(request: Request) -> RunReader | None:
         k = request.path_params["run"]
@@ -75,7 +77,8 @@ def create_app(run_dirs: Sequence[Path], hosts: Sequence[str] = ("127.0.0.1", "l
         r = reader(request)
         if r is None:
             return missing("no such run")
-        return HTMLResponse(pages.run_page(request.path_params["run"], r.summary(), r.extra_tables()))
+        has_islands = r.summary()["selector"] in ISLAND_SELECTORS
+        return HTMLResponse(pages.run_page(request.path_params["run"], r.summary(), r.extra_tables(), has_islands))
 
     def programs(request: Request) -> Response:
         r = reader(request)
@@ -123,6 +126,13 @@ def create_app(run_dirs: Sequence[Path], hosts: Sequence[str] = ("127.0.0.1", "l
             return missing("no such run, or it has no idea memory")
         return HTMLResponse(pages.ideas_page(request.path_params["run"], r.dir.name, found))
 
+    def islands_page(request: Request) -> Response:
+        r = reader(request)
+        found = islands.islands(r, island_cache) if r else None
+        if found is None:
+            return missing("no such run, or no snapshot of a selector with islands")
+        return HTMLResponse(pages.islands_page(request.path_params["run"], r.dir.name, found, r.direction))
+
     def api(method: str) -> Any:
         def endpoint(request: Request) -> Response:
             r = reader(request)
@@ -145,6 +155,7 @@ def create_app(run_dirs: Sequence[Path], hosts: Sequence[str] = ("127.0.0.1", "l
         Route("/run/{run:int}/tree", tree), Route("/run/{run:int}/program/{id:int}", program),
         Route("/run/{run:int}/program/{id:int}/object.png", object_png),
         Route("/run/{run:int}/table/{name:str}", stage_table), Route("/run/{run:int}/ideas", ideas),
+        Route("/run/{run:int}/islands", islands_page),
         Route("/api/runs", api_runs),
         *[Route(f"/api/run/{{run:int}}/{m}", api(m))
           for m in ("summary", "live", "curve", "steps", "eval_times", "tree", "forest")],
