@@ -1,7 +1,8 @@
 """The three prompts the policy answers (generator, reviewer, solver) and reading its answers.
 
-Each prompt starts with a role tag ([generator], [reviewer], [solver]): the single policy
-plays all three, and the tag is how it (and a test's tiny model) tells them apart.
+Each prompt starts with a role tag ([generator], [reviewer], [solver]) and ends with its
+instruction: the single policy plays all three roles, and this is how it (and a test's tiny
+model) tells them apart.
 """
 from __future__ import annotations
 
@@ -27,16 +28,18 @@ Write ONE new environment, different from the examples, as a complete file in a 
 EXAMPLE = "### Example {i}\n```python\n{code}```\n"
 
 REVIEWER = """[reviewer]
-Review this training environment. Reject it if the question is ill-posed, if the reference answer
-is not a correct answer to the question, if score accepts wrong answers or rejects right ones, or
-if the task is trivial. Reply ACCEPT or REJECT on the first line, then one sentence why.
+Review this training environment for a reasoning model.
 ```python
 {code}```
 A question it asks:
 {question}
-Its reference answer: {answer}"""
+Its reference answer: {answer}
 
-SOLVER = "[solver]\n{question}"
+Reject it if the question is ill-posed, if the reference answer is not a correct answer to the
+question, if score accepts wrong answers or rejects right ones, or if the task is trivial.
+Reply ACCEPT or REJECT on the first line, then one sentence why."""
+
+SOLVER = "[solver]\n{question}\nEnd your reply with the answer."
 
 
 def generator_prompt(examples: list[str]) -> Prompt:
