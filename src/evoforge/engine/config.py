@@ -45,9 +45,13 @@ class RunConfig(BaseModel):
     time_limit: Optional[float] = Field(None, gt=0, description="wall-clock seconds before the run stops")
     max_steps: Optional[int] = Field(None, gt=0, description="steps before the run stops")
     batch_size: Optional[int] = Field(
-        None, gt=0, description="B parents per step (default: 32, or the backend's preference)"
+        None, gt=0, description="B parents per step (default: see resolve_batch)"
     )
-    n: Optional[int] = Field(None, gt=0, description="responses per prompt (default: 16, or the backend's)")
+    n: Optional[int] = Field(None, gt=0, description="responses per prompt (default: see resolve_batch)")
+    pipeline: Optional[Literal["lockstep", "overlap"]] = Field(
+        None, description="overlap: step t+1 generates while step t evaluates (from the database as it "
+        "stood); lockstep: ThetaEvolve's order (default: overlap for model backends, lockstep for builtin)"
+    )
     temperature: float = Field(1.0, ge=0)
     max_tokens: int = Field(16384, gt=0)
     seed: int = 0
@@ -57,6 +61,8 @@ class RunConfig(BaseModel):
         "dynamic", description="dynamic: prompts from the evolving database; static: always from the initial program"
     )
     workers: int = Field(2, gt=0, description="sandbox processes evaluating in parallel")
+    executor: str = Field("sandbox", description="what runs the programs (sandbox/base.py EXECUTORS: sandbox, ...)")
+    executor_options: dict[str, Any] = Field(default_factory=dict, description="extra options of the executor")
     eval_timeout: Optional[float] = Field(None, gt=0, description="seconds per evaluation (default: the task's)")
     prompt: PromptConfig = Field(default_factory=PromptConfig)
     train: Optional[dict[str, Any]] = Field(None, description="test-time RL (evoforge.rl.TrainConfig fields)")
@@ -78,6 +84,25 @@ class RunConfig(BaseModel):
             except RLError as exc:
                 raise ValueError(str(exc)) from None
         return self
+
+
+PAPER_BATCH = (32, 16)  # ThetaEvolve: B parents x n responses per step
+
+
+def resolve_batch(cfg: RunConfig, backend_pref: tuple[int, int] | None = None) -> tuple[int, int]:
+    """The run's batch shape B x n: the one place it is decided (issue #13 may size it from the
+    budget). The config's values, else the backend's preference (builtin 8 x 4, hf 2 x 4 on a
+    CPU), else ThetaEvolve's 32 x 16. The last step of a run is clipped to the budget by the loop."""
+    b_pref, n_pref = backend_pref or PAPER_BATCH
+    return cfg.batch_size or b_pref, cfg.n or n_pref
+
+
+def resolve_pipeline(cfg: RunConfig, backend_name: str) -> str:
+    """lockstep | overlap: overlap pays off when generation takes time (a model), not for the
+    model-free builtin operator or a scripted replay, which answer in microseconds."""
+    if cfg.pipeline is not None:
+        return cfg.pipeline
+    return "lockstep" if backend_name in ("builtin", "scripted") else "overlap"
 
 
 def format_validation_error(exc: ValidationError) -> str:

@@ -10,7 +10,7 @@ import numpy as np
 from evoforge.database.base import SELECTORS, Selector
 from evoforge.engine.config import RunConfig
 from evoforge.llm.base import BACKENDS, Backend
-from evoforge.sandbox.base import Executor
+from evoforge.sandbox.base import EXECUTORS, Executor
 from evoforge.tasks.base import Task
 
 
@@ -45,15 +45,16 @@ def make_selector(cfg: RunConfig, task: Task, rng: np.random.Generator) -> Selec
 
 
 def make_executor(cfg: RunConfig) -> Executor:
-    from evoforge.sandbox import SandboxPool
+    import evoforge.sandbox  # noqa: F401  (the sandbox package registers more executors)
 
-    return SandboxPool(workers=min(cfg.workers, max(1, os.cpu_count() or 1) * 4))
+    workers = min(cfg.workers, max(1, os.cpu_count() or 1) * 4) if cfg.executor == "sandbox" else cfg.workers
+    return EXECUTORS.get(cfg.executor)(workers=workers, **cfg.executor_options)
 
 
 def make_learner(cfg: RunConfig, backend: Backend, run_dir: Path) -> Any:
     if cfg.train is None:
         return None
-    from evoforge.rl import make_learner as _make
-    from evoforge.rl import train_config
+    from evoforge.rl import LEARNERS, learner_name, train_config
 
-    return _make(train_config(cfg.train), backend)
+    tcfg = train_config(cfg.train)
+    return LEARNERS.get(learner_name(tcfg, backend))(tcfg, backend)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Protocol, Sequence
+from typing import Any, Iterator, Protocol, Sequence
+
+from evoforge.registry import Registry
 
 
 class Status(str, Enum):
@@ -56,8 +58,25 @@ class SandboxResult:
 
 
 class Executor(Protocol):
-    """Runs requests, possibly in parallel; results come back in request order."""
+    """Runs requests, possibly in parallel. The engine stores each result as it arrives
+    (``run_iter``); ``run_many`` is the same in request order. Picked by name from EXECUTORS
+    (config ``executor``); a factory takes the run's ``workers`` and ``executor_options``."""
+
+    def run_iter(self, requests: Sequence[EvalRequest]) -> Iterator[tuple[int, SandboxResult]]:
+        """(index into requests, result) for each request, in the order they finish."""
+        ...
 
     def run_many(self, requests: Sequence[EvalRequest]) -> list[SandboxResult]: ...
 
     def close(self) -> None: ...
+
+
+EXECUTORS: Registry[Executor] = Registry("executor")
+
+
+@EXECUTORS.register("sandbox")
+def _sandbox_pool(workers: int = 2, **options: Any) -> Executor:
+    """The local pool of confined worker processes (sandbox/pool.py)."""
+    from evoforge.sandbox.pool import SandboxPool
+
+    return SandboxPool(workers=workers, **options)
