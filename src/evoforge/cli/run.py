@@ -28,9 +28,9 @@ def register(app: typer.Typer) -> None:
 def run(
     task: str = typer.Argument(..., help="built-in task name (see `evoforge tasks`) or a task directory"),
     config_file: Optional[Path] = typer.Option(None, "--config", help="YAML/TOML config file"),
-    backend: Optional[str] = typer.Option(None, help="builtin (default, model-free mutation operator) | openai | hf"),
+    backend: Optional[str] = typer.Option(None, help="builtin (default, model-free mutation operator) | openai | hf | llamacpp"),
     base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1"),
-    model: Optional[str] = typer.Option(None, help="model name (openai) or local path (hf)"),
+    model: Optional[str] = typer.Option(None, help="model name (openai), local path (hf), smollm2 | gemma3-270m | a .gguf (llamacpp)"),
     budget: Optional[int] = typer.Option(None, help="sandbox evaluations [default: 3000]"),
     time_limit: Optional[float] = typer.Option(None, help="stop after this many seconds"),
     seed: Optional[int] = typer.Option(None, help="random seed [default: 0]"),
@@ -42,6 +42,11 @@ def run(
     env: Optional[str] = typer.Option(None, help="dynamic (default) | static (always prompt from the initial program)"),
     train: bool = typer.Option(False, "--train", help="test-time RL on the model's own attempts"),
     adapter: Optional[str] = typer.Option(None, help="hf backend: load this trained LoRA adapter"),
+    edit_mode: Optional[str] = typer.Option(None, "--edit-mode", help="diff (SEARCH/REPLACE) | block (rewrite the "
+                                            "EVOLVE-BLOCK's body) | full [default: diff]"),
+    grammar: bool = typer.Option(False, "--grammar", help="constrain decoding to the edit format (llamacpp; openai on "
+                                 "llama.cpp, vLLM, SGLang): every response parses"),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="new tokens per response [default: 16384]"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no live display"),
 ) -> None:
     """Evolve programs for TASK until the budget is spent; the run directory shows the result."""
@@ -51,6 +56,11 @@ def run(
         data = load_config_file(config_file) if config_file else {}
         if train and data.get("train") is None:
             data["train"] = {}
+        if edit_mode or grammar:  # the prompt section of the config, over the file's
+            data["prompt"] = {**(data.get("prompt") or {}), **({"edit_mode": edit_mode} if edit_mode else {}),
+                              **({"grammar": True} if grammar else {})}
+        if max_tokens:
+            data["max_tokens"] = max_tokens
         if adapter:
             data.setdefault("backend", {}).setdefault("options", {})["adapter"] = adapter
         cfg = build_config(data, task=task, backend=backend, base_url=base_url, model=model, budget=budget,

@@ -33,8 +33,9 @@ class HFBackend(Backend):
         from evoforge.llm.hf_model import eos_ids, load_model_and_tokenizer, require_torch
 
         torch = require_torch()
-        if threads:
-            torch.set_num_threads(int(threads))
+        from evoforge.llm.threads import threads_by_load
+
+        torch.set_num_threads(threads_by_load(threads))  # the free cores now, unless given
         if isinstance(model, str):
             self.model_name = model
             self.model, self.tokenizer, self.device = load_model_and_tokenizer(model, device, dtype)
@@ -127,9 +128,10 @@ class HFBackend(Backend):
         toks: list[list[int]] = [[] for _ in range(n)]
         lps: list[list[float]] = [[] for _ in range(n)]
         with torch.no_grad():
-            ids = torch.tensor([prompt_ids] * n, device=self.device, dtype=torch.long)
+            # the prompt is decoded once and its cache shared by the n samples (not n prefills)
+            ids = torch.tensor([prompt_ids], device=self.device, dtype=torch.long)
             res = self.model(input_ids=ids, use_cache=True)
-            past, logits = _cache_of(res), res.logits[:, -1, :]
+            past, logits = _repeat_cache(_cache_of(res), n), res.logits[:, -1, :].expand(n, -1)
             done = torch.zeros(n, dtype=torch.bool, device=self.device)
             for _ in range(max_new_tokens):
                 logits = logits.float()
@@ -161,6 +163,16 @@ def _cache_kwarg(model: Any) -> str:
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     params = inspect.signature(type(base).forward).parameters
     return "cache" if "cache" in params else "past_key_values"
+
+
+def _repeat_cache(past: Any, n: int) -> Any:
+    """A batch-1 KV cache as n identical rows."""
+    if n == 1 or past is None:
+        return past
+    if hasattr(past, "batch_repeat_interleave"):  # transformers Cache objects
+        past.batch_repeat_interleave(n)
+        return past
+    return tuple(tuple(t.repeat_interleave(n, dim=0) for t in layer) for layer in past)  # legacy tuples
 
 
 def _cache_of(output: Any) -> Any:

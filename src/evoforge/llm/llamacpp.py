@@ -152,8 +152,14 @@ class LlamaCppBackend(Backend):
     def generate(self, prompts: list[Prompt], cfg: GenerationConfig) -> list[list[Response]]:
         out = []
         for i, prompt in enumerate(prompts):
-            base = cfg.seed if cfg.seed is not None else self.seed
-            seed = base * 1_000_003 + self._calls * 7919 + i if base is not None else random.randrange(2**62)
+            # the engine's per-step seed alone decides the draw (a resumed run samples the same);
+            # the backend's own seed counts its calls
+            if cfg.seed is not None:
+                seed = cfg.seed * 1_000_003 + i
+            elif self.seed is not None:
+                seed = self.seed * 1_000_003 + self._calls * 7919 + i
+            else:
+                seed = random.randrange(2**62)
             out.append(self._one_prompt(prompt, cfg, np.random.default_rng(seed)))
         self._calls += 1
         return out
@@ -324,15 +330,14 @@ def _draw(logits: np.ndarray, temperature: float, rng: np.random.Generator, gram
     """One token from softmax(logits / T) (argmax when T = 0), restricted by the grammar; its log-prob."""
     x = logits / temperature if temperature > 0 else logits
     x = x - x.max()
-    logz = math.log(float(np.exp(x).sum()))
+    w = np.exp(x)
+    logz = math.log(float(w.sum()))
     if temperature <= 0:
-        order = np.argsort(-x)
-        tok = int(order[0])
+        tok = int(np.argmax(x))
         if gram is not None and not gram.allows(tok):
             allowed = gram.mask()
             tok = int(np.argmax(np.where(allowed, x, -np.inf)))
         return tok, float(x[tok] - logz)
-    w = np.exp(x)
     for _ in range(_REJECT_TRIES if gram is not None else 1):
         tok = _pick(w, rng)
         if gram is None or gram.allows(tok):
