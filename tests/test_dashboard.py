@@ -140,6 +140,10 @@ def test_cli_error_lines(tmp_path, run):
     bad = subprocess.run(cli + [str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2
     assert bad.stderr.strip().splitlines() == [f"error: {tmp_path} is not a run directory (no run.db)"]
+    (tmp_path / "run.db").write_text("not a database, " * 100)
+    junk = subprocess.run(cli + [str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert junk.returncode == 2 and len(junk.stderr.strip().splitlines()) == 1
+    assert junk.stderr.startswith("error: ") and "is not an evoforge run store" in junk.stderr
     port = free_port()
     import socket
 

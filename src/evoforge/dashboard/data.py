@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from evoforge.database.store import RunStore, StoreError
+
 RUN_DB = "run.db"
 CORE_TABLES = ("meta", "children", "steps", "snapshot", "objects", "attempts")
 CLASSES = ("evaluated", "invalid", "no_solution", "unchanged", "no_diff")
@@ -42,10 +44,13 @@ class RunReader:
         if not db.is_file():
             raise DashboardError(f"{run_dir} is not a run directory (no {RUN_DB})")
         try:
-            self.db = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+            # the store's own read-only open: mode=ro (immutable on a read-only mount), schema version checked
+            self.db = RunStore(db, readonly=True).db
             self.db.execute("SELECT 1 FROM children LIMIT 1").fetchall()
             # memory-mapped reads: the first full scan of a 100k-child store is ~35 % faster
             self.db.execute("PRAGMA mmap_size = 1073741824")
+        except StoreError as exc:
+            raise DashboardError(str(exc)) from None
         except sqlite3.DatabaseError as exc:
             raise DashboardError(f"{db} is not an evoforge run store ({exc})") from None
         self.lock = threading.RLock()
