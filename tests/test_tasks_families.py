@@ -154,15 +154,23 @@ def trimul(x, mask, w):
 '''
 
 
-def test_kernel_correct_fast_program_beats_naive_and_wrong_one_fails(pool):
+@pytest.mark.slow  # ~10-20 s: two timed evaluations (python -m pytest -m slow tests/test_tasks_families.py)
+def test_kernel_fast_program_beats_naive(pool):
     task = get_task("trimul-cpu")
     naive = evaluate_program(task, task.initial_program, pool)
     fast = evaluate_program(task, FAST_TRIMUL, pool)
     assert naive.status is Status.OK and fast.status is Status.OK, (naive.reason, fast.reason)
-    assert fast.score > naive.score  # measured inside one test run: a ratio, not an absolute speed
+    assert fast.score > 1.3 * naive.score  # 2.4x measured (RESULTS.md); a ratio within one run, not a speed
+
+
+def test_kernel_correct_program_scores_and_wrong_one_fails(pool):
+    task = get_task("trimul-cpu")
+    fast = evaluate_program(task, FAST_TRIMUL, pool)
+    assert fast.status is Status.OK and fast.score > 0, fast.reason
     for key in ("runtime_ms", "interference", "iqr_rel_max", "loadavg_1m", "max_err"):
         assert key in fast.metrics
-    wrong = FAST_TRIMUL.replace("+ w[\"out_norm_b\"]", "+ 1.1 * w[\"out_norm_b\"]")
+    wrong = FAST_TRIMUL.replace("+ w[\"out_norm_b\"]", "+ 0.5 + w[\"out_norm_b\"]")  # a shifted output LayerNorm
+    assert wrong != FAST_TRIMUL
     ev = evaluate_program(task, wrong, pool)
     assert ev.status is Status.INVALID and "exceeds" in ev.reason
 

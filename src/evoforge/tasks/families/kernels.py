@@ -34,6 +34,10 @@ ATOL = RTOL = 2e-2  # loose enough for reduced precision (fp16/bf16 on a GPU), a
 CHECK = (1, 16, 16, 8, 8)  # (B, N, C, H) + ... : small case re-verified in the host
 SHAPES = ((1, 64, 64, 64), (1, 96, 32, 32))  # (B, N, C, H) timed
 WARMUP, MIN_REPEATS, MAX_REPEATS, TIME_BUDGET_S, IQR_TARGET = 2, 5, 25, 3.0, 0.05
+# Measured on the 2-core development machine under load 11-18 (benchmarks/RESULTS.md): one fixed
+# program's reward varies with CV 12-19 % over 20 evaluations (max/min 1.6-2.0); the median was the
+# steadiest summary (min and calibration-paired ratios varied more), so it is the reward.
+NOISE_CV, NOISY_IQR = 0.15, 0.25
 
 
 def make_inputs(seed: int, B: int, N: int, C: int, H: int) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
@@ -77,16 +81,19 @@ def _close(out: Any, ref: np.ndarray) -> tuple[bool, float, str]:
     return ok, float(err.max()), "" if ok else f"max |out - ref| = {err.max():.3g} exceeds {ATOL:g} + {RTOL:g} |ref|"
 
 
+_CAL = np.random.default_rng(0).standard_normal((160, 160))
+
+
+def _calib_once(clock) -> float:
+    t0 = clock()
+    for _ in range(8):
+        _CAL @ _CAL
+    return clock() - t0
+
+
 def _calibrate(clock) -> float:
     """Median time of a fixed workload: how fast this machine is *right now*."""
-    a = np.random.default_rng(0).standard_normal((160, 160))
-    ts = []
-    for _ in range(7):
-        t0 = clock()
-        for _ in range(8):
-            a @ a
-        ts.append(clock() - t0)
-    return float(np.median(ts))
+    return float(np.median([_calib_once(clock) for _ in range(7)]))
 
 
 def evaluate_kernel(program_path: str) -> dict[str, Any]:
@@ -104,7 +111,7 @@ def evaluate_kernel(program_path: str) -> dict[str, Any]:
         return {"error": "the program defines no function trimul(x, mask, weights)"}
     x, mask, w = make_inputs(seed, *CHECK[:4])
     check_out = np.asarray(fn(x.copy(), mask.copy(), dict(w)), dtype=np.float32)
-    medians, spreads, repeats, errs = [], [], [], []
+    medians, mins, paired, spreads, repeats, errs = [], [], [], [], [], []
     for shape in SHAPES:
         x, mask, w = make_inputs(seed, *shape)
         ok, err, why = _close(fn(x.copy(), mask.copy(), dict(w)), reference(x, mask, w))
@@ -114,21 +121,26 @@ def evaluate_kernel(program_path: str) -> dict[str, Any]:
         for _ in range(WARMUP):
             fn(x, mask, w)
         ts: list[float] = []
+        ratios: list[float] = []  # each call over the calibration workload timed just before it
         start = clock()
         while len(ts) < MAX_REPEATS:
+            cal = _calib_once(clock)
             t0 = clock()
             fn(x, mask, w)
             ts.append(clock() - t0)
+            ratios.append(ts[-1] / cal)
             if len(ts) >= MIN_REPEATS:
                 q1, q3 = np.percentile(ts, [25, 75])
                 if (q3 - q1) / np.median(ts) < IQR_TARGET or clock() - start > TIME_BUDGET_S:
                     break
         medians.append(float(np.median(ts)))
+        mins.append(float(min(ts)))
+        paired.append(float(np.median(ratios)))
         q1, q3 = np.percentile(ts, [25, 75])
         spreads.append(float((q3 - q1) / np.median(ts)))
         repeats.append(len(ts))
     return {"seed": seed, "check": base64.b64encode(check_out.tobytes()).decode(), "medians_s": medians,
-            "iqr_rel": spreads, "repeats": repeats, "max_err": max(errs), "calib_before_s": calib_before,
+            "mins_s": mins, "paired_ratio": paired, "iqr_rel": spreads, "repeats": repeats, "max_err": max(errs), "calib_before_s": calib_before,
             "calib_after_s": _calibrate(clock), "loadavg_1m": os.getloadavg()[0]}
 
 
@@ -149,12 +161,28 @@ def verify(value: Any) -> Verdict:
         return Verdict.reject(f"wrong result on the host-checked case: {why}")
     if len(med) != len(SHAPES) or not all(t > 0 and math.isfinite(t) for t in med):
         return Verdict.reject("timings malformed")
-    geo = math.exp(sum(math.log(t) for t in med) / len(med))
+    geo = _geomean(med)
     cb, ca = float(value.get("calib_before_s", 0)), float(value.get("calib_after_s", 0))
-    return Verdict.accept(1.0 / geo, runtime_ms=geo * 1e3, **{f"median_ms_{i}": t * 1e3 for i, t in enumerate(med)},
+    iqr = max(value.get("iqr_rel", [0]))
+    note = ""  # the score stands, but the feedback says when it is not to be trusted much
+    if iqr > NOISY_IQR or (cb > 0 and not 0.8 <= ca / cb <= 1.25):
+        note = (f"timing was noisy (relative IQR {iqr:.0%}, calibration after/before {ca / cb if cb else 0:.2f}, "
+                f"load {float(value.get('loadavg_1m', 0)):.1f}): differences under ~{NOISE_CV:.0%} are not meaningful here")
+    verdict = Verdict.accept(1.0 / geo, runtime_ms=geo * 1e3, **{f"median_ms_{i}": t * 1e3 for i, t in enumerate(med)},
                           iqr_rel_max=max(value.get("iqr_rel", [0])), repeats=sum(value.get("repeats", [])),
                           max_err=float(value.get("max_err", err)), interference=ca / cb if cb > 0 else 0.0,
-                          calib_ms=cb * 1e3, loadavg_1m=float(value.get("loadavg_1m", 0)))
+                          calib_ms=cb * 1e3, loadavg_1m=float(value.get("loadavg_1m", 0)),
+                          # the same calls summarised otherwise, reported for noise studies (not the reward):
+                          reward_min=1.0 / _geomean(value.get("mins_s") or med),
+                          reward_paired=1.0 / _geomean(value.get("paired_ratio") or [1.0]))
+    return Verdict(True, verdict.score, note, verdict.metrics) if note and verdict.valid else verdict
+
+
+def _geomean(xs: list[float]) -> float:
+    xs = [float(t) for t in xs]
+    if not xs or not all(t > 0 and math.isfinite(t) for t in xs):
+        return math.inf
+    return math.exp(sum(math.log(t) for t in xs) / len(xs))
 
 
 def description() -> str:

@@ -133,6 +133,7 @@ def compile_cpp(source_path: str, workdir: str, *, time_s: float = 30.0, memory_
                       memory_mb=memory_mb, workdir=workdir, output_mb=8, tag="compile", message_head=True)
     if run.status != OK or not os.path.exists(binary):
         why = run.message if run.status in (OK, CRASH) else f"{run.status}: {run.message}"
+        why = why.replace(os.path.dirname(os.path.abspath(source_path)) + os.sep, "")  # "program.cpp:12:3: error ..."
         return None, CaseRun(COMPILE, message=_trim_compiler(why), wall=run.wall)
     return binary, run
 
