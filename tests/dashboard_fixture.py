@@ -5,9 +5,12 @@ about 2 s); the hostile child is then written the way the engine writes any chil
 add_responses / classify / finish_step), with markup and script in every text a page shows."""
 from __future__ import annotations
 
+import atexit
 import json
+import shutil
 import socket
 import sqlite3
+import tempfile
 from pathlib import Path
 
 from evoforge.database.store import RunStore
@@ -55,6 +58,19 @@ def make_run(directory: Path, pool, budget: int = 40) -> dict:
                        [(last["best_id"], 1, 1, "evaluated", last["best_score"], "a ring of 8 helps"),
                         (hid, 2, step, "evaluated", 0.5, XSS)])
     return {"summary": summary, "hostile_id": hid, "best_id": last["best_id"], "steps": step}
+
+
+_MADE: dict = {}
+
+
+def copy_of_run(directory: Path, pool) -> dict:
+    """make_run once per test session, then a fresh copy for each module (the modules add steps)."""
+    if not _MADE:
+        origin = Path(tempfile.mkdtemp(prefix="evoforge-dash-")) / "cp26-small"
+        atexit.register(shutil.rmtree, origin.parent, True)
+        _MADE.update(make_run(origin, pool), origin=origin)
+    shutil.copytree(_MADE["origin"], directory)
+    return {k: v for k, v in _MADE.items() if k != "origin"}
 
 
 def add_step(directory: Path) -> int:

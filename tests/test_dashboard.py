@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -12,13 +13,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import typer
 
 pytest.importorskip("starlette", reason="the dashboard extra (starlette) is not installed")
 pytest.importorskip("uvicorn", reason="the dashboard extra (uvicorn) is not installed")
 from starlette.testclient import TestClient  # noqa: E402
 
-from dashboard_fixture import add_step, free_port, make_run  # noqa: E402
+from dashboard_fixture import add_step, copy_of_run, free_port  # noqa: E402
 from evoforge.dashboard import data as dashboard_data  # noqa: E402
+from evoforge.cli import dashboard as dashboard_cli  # noqa: E402
 from evoforge.dashboard import islands  # noqa: E402
 from evoforge.dashboard.server import create_app  # noqa: E402
 from evoforge.database.store import RunStore  # noqa: E402
@@ -28,7 +31,7 @@ from evoforge.engine import outputs  # noqa: E402
 @pytest.fixture(scope="module")
 def run(tmp_path_factory, pool):
     directory = tmp_path_factory.mktemp("dash") / "cp26"
-    info = make_run(directory, pool)
+    info = copy_of_run(directory, pool)
     info["dir"] = directory
     return info
 
@@ -135,23 +138,28 @@ def test_live_refresh_sees_a_new_step(client, run):
     assert after["children"] == before["children"] + 1 and after["version"] > before["version"]
 
 
-def test_cli_error_lines(tmp_path, run):
+def test_cli_error_lines(tmp_path, run, capsys):
+    # once through the installed command line, then in-process (a CLI start costs seconds here)
     cli = [sys.executable, "-m", "evoforge.cli.main", "dashboard"]
     bad = subprocess.run(cli + [str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2
     assert bad.stderr.strip().splitlines() == [f"error: {tmp_path} is not a run directory (no run.db)"]
-    (tmp_path / "run.db").write_text("not a database, " * 100)
-    junk = subprocess.run(cli + [str(tmp_path)], capture_output=True, text=True, timeout=60)
-    assert junk.returncode == 2 and len(junk.stderr.strip().splitlines()) == 1
-    assert junk.stderr.startswith("error: ") and "is not an evoforge run store" in junk.stderr
-    port = free_port()
-    import socket
 
+    def error_line(*args, **kw) -> str:
+        with pytest.raises(typer.Exit) as stop:
+            dashboard_cli.dashboard(*args, **kw)
+        assert stop.value.exit_code == 2
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: ")
+        return lines[0]
+
+    (tmp_path / "run.db").write_text("not a database, " * 100)
+    assert "is not an evoforge run store" in error_line([tmp_path], port=free_port(), host="127.0.0.1")
     with socket.socket() as s:
-        s.bind(("127.0.0.1", port))
+        s.bind(("127.0.0.1", 0))
         s.listen()
-        busy = subprocess.run(cli + [str(run["dir"]), "--port", str(port)], capture_output=True, text=True, timeout=60)
-    assert busy.returncode == 2 and busy.stderr.startswith(f"error: cannot listen on 127.0.0.1:{port}")
+        port = s.getsockname()[1]
+        assert error_line([run["dir"]], port=port, host="127.0.0.1").startswith(f"error: cannot listen on 127.0.0.1:{port}")
 
 
 def test_big_store_is_aggregated_on_the_server(tmp_path, monkeypatch):

@@ -25,7 +25,7 @@ from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
-from dashboard_fixture import add_step, free_port, make_run  # noqa: E402
+from dashboard_fixture import add_step, copy_of_run, free_port  # noqa: E402
 from evoforge.dashboard.server import serve_in_thread  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -42,7 +42,7 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory, pool):
     directory = tmp_path_factory.mktemp("dashb") / "cp26-small"
-    info = make_run(directory, pool)
+    info = copy_of_run(directory, pool)
     server = serve_in_thread([directory], port=free_port())
     info.update(dir=directory, base=server.url)
     yield info
