@@ -2,8 +2,14 @@
 and the CPU time one evaluation costs (host + zygotes + children: the figure that holds on a busy
 machine, and the one that bounds throughput: cores / CPU-per-eval).
 
-Run:  python3 benchmarks/bench_sandbox.py [--n 200]
+Run:  python3 benchmarks/bench_sandbox.py [--n 200] [--hardening-only] [--before REV]
 Prints a small table; nothing is asserted (speed goals are read, not tested).
+
+The hardening rows (issue 9) compare, interleaved in one run, a pool with the per-evaluation
+confinement (IPC namespace, seccomp, memory cgroup) and one with it switched off
+(``SandboxPool(harden=False)``; the clean template every child is forked from stays on in both).
+``--before REV`` also measures the sandbox of git revision REV (e.g. the commit before the
+hardening, without the template) in a subprocess, for the whole before/after figure.
 """
 from __future__ import annotations
 
@@ -57,11 +63,16 @@ def _cpu_of(pid: int) -> float:
     return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
+def _sandbox_pids(pool: SandboxPool) -> list[int]:
+    """Zygotes and their templates (children are forked, and reaped, by the template: its CPU counts them)."""
+    return pool.zygote_pids() + [s.hello["template"] for s in pool.slots if s.hello.get("template")]
+
+
 def throughput(workers: int, code: str, n: int, **pool_options: object) -> tuple[float, float]:
     """(evaluations per second, CPU milliseconds per evaluation over host, zygotes and children)."""
     with SandboxPool(workers=workers, **pool_options) as pool:  # type: ignore[arg-type]
         pool.run_many([EvalRequest(code=code)] * workers * 2)  # warm up (and make on-demand modules warm)
-        zygotes = pool.zygote_pids()
+        zygotes = _sandbox_pids(pool)
         cpu0 = sum(_cpu_of(p) for p in zygotes) + time.process_time()
         t0 = time.perf_counter()
         res = pool.run_many([EvalRequest(code=code, timeout=60) for _ in range(n)])
@@ -71,12 +82,88 @@ def throughput(workers: int, code: str, n: int, **pool_options: object) -> tuple
     return n / elapsed, cpu / n * 1e3
 
 
+def hardening_rows(n: int, before: str | None) -> list[tuple[str, str]]:
+    """Round trip and CPU per evaluation with the issue-9 confinement on and off, interleaved."""
+    pools = {on: SandboxPool(workers=1, harden=on) for on in (True, False)}
+    times: dict[bool, list[float]] = {True: [], False: []}
+    cpu: dict[bool, float] = {True: 0.0, False: 0.0}
+    try:
+        for p in pools.values():
+            p.run_many([EvalRequest(code=TRIVIAL)] * 3)
+        for _ in range(n):
+            for on, p in pools.items():  # alternate: both see the same machine load
+                zs = _sandbox_pids(p)
+                c0 = sum(_cpu_of(z) for z in zs) + time.process_time()
+                t0 = time.perf_counter()
+                p.run_many([EvalRequest(code=TRIVIAL, timeout=30)])
+                times[on].append(time.perf_counter() - t0)
+                cpu[on] += sum(_cpu_of(z) for z in zs) + time.process_time() - c0
+    finally:
+        for p in pools.values():
+            p.close()
+    on, off = sorted(times[True]), sorted(times[False])
+    rows = [("issue 9 confinement ON: trivial program, round trip", spread(on)),
+            ("issue 9 confinement OFF (harden=False), round trip", spread(off)),
+            ("  added cost per evaluation (min, median)",
+             f"{(on[0] - off[0]) * 1e3:+6.2f} ms, {(statistics.median(on) - statistics.median(off)) * 1e3:+6.2f} ms;"
+             f" ratio ON/OFF {on[0] / off[0]:.2f} (min), {statistics.median(on) / statistics.median(off):.2f} (median)"),
+            ("  CPU per evaluation ON / OFF (host + zygote + children)",
+             f"{cpu[True] / n * 1e3:5.2f} / {cpu[False] / n * 1e3:5.2f} ms")]
+    if before:
+        rows += _before_rows(before, n)
+    return rows
+
+
+_BEFORE = """
+import json, statistics, sys, time
+sys.path.insert(0, sys.argv[1])
+from evoforge.sandbox import EvalRequest, SandboxPool
+code, n = sys.argv[2], int(sys.argv[3])
+with SandboxPool(workers=1) as p:
+    p.run_many([EvalRequest(code=code)] * 3)
+    xs = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        p.run_many([EvalRequest(code=code, timeout=30)])
+        xs.append(time.perf_counter() - t0)
+print(json.dumps(sorted(xs)))
+"""
+
+
+def _before_rows(rev: str, n: int) -> list[tuple[str, str]]:
+    """The same round trip with the sandbox of git revision `rev` (extracted to a temporary folder)."""
+    import json
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        archive = subprocess.run(["git", "archive", rev, "src"], check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", d], input=archive, check=True)
+        out = subprocess.run([sys.executable, "-c", _BEFORE, os.path.join(d, "src"), TRIVIAL, str(n)],
+                             check=True, capture_output=True, text=True).stdout
+        old = json.loads(out.strip().splitlines()[-1])
+    with SandboxPool(workers=1) as p:  # measured right after, on the same machine
+        p.run_many([EvalRequest(code=TRIVIAL)] * 3)
+        new = sequential(p, TRIVIAL, n)[0]
+    return [(f"sandbox of {rev} (before issue 9), round trip", spread(old)),
+            ("this sandbox, all confinement on, round trip", spread(new)),
+            ("  ratio now / before (min, median)", f"{new[0] / old[0]:.2f}, {statistics.median(new) / statistics.median(old):.2f}")]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=200, help="evaluations per measurement")
+    ap.add_argument("--hardening-only", action="store_true", help="only the issue-9 rows")
+    ap.add_argument("--before", default=None, help="git revision whose sandbox to measure too (before/after)")
     args = ap.parse_args()
     n = args.n
     rows: list[tuple[str, str]] = []
+    if args.hardening_only:
+        rows = hardening_rows(n, args.before)
+        width = max(len(k) for k, _ in rows)
+        print(f"{os.cpu_count()} cpus, load average {os.getloadavg()[0]:.1f} (other work inflates medians; mins and ratios hold)")
+        for k, v in rows:
+            print(f"{k:<{width}}  {v}")
+        return
     rows.append(("fresh `python -c 'import numpy'` (median)", f"{fresh_interpreter('import numpy', 10) * 1e3:8.1f} ms"))
     rows.append(("fresh `python -c` numpy+scipy.optimize (median)", f"{fresh_interpreter('import numpy, scipy.optimize', 10) * 1e3:8.1f} ms"))
     t0 = time.perf_counter()
@@ -101,6 +188,7 @@ def main() -> None:
     for w in (1, 2):
         rate, cpu = throughput(w, WORK, max(20, n // 4))
         rows.append((f"throughput, ~25 ms program, {w} worker(s)", f"{rate:8.1f} evals/s, {cpu:5.2f} ms CPU/eval"))
+    rows += hardening_rows(n, args.before)
     width = max(len(k) for k, _ in rows)
     print(f"sandbox: uid={features['uid']} network={features['network']} landlock_abi={features['landlock_abi']}; "
           f"{os.cpu_count()} cpus, load average {os.getloadavg()[0]:.1f} (other work on the machine inflates medians)")

@@ -1,5 +1,7 @@
 # expect: crash
-# RLIMIT_FSIZE: Python ignores SIGXFSZ, so the write fails with EFBIG
+# timeout: 15
+# RLIMIT_FSIZE: Python ignores SIGXFSZ, so the write fails with EFBIG. The page cache counts
+# against the memory cgroup, so writing 256 MB waits for writeback: a longer limit.
 def solve():
     block = b"\0" * (1 << 20)
     with open("big.bin", "wb") as f:

@@ -9,7 +9,8 @@
   keyrings (keys outlive a process and are shared by every process of a uid), native
   architecture only.
 * memory cgroup (root): RLIMIT_AS does not count memfd or shared-memory pages; a cgroup counts
-  every page an evaluation's processes allocate, so the evaluation's total memory is capped.
+  every page an evaluation's processes allocate, so the evaluation's total memory is capped. The
+  template joins it once (its children are born inside); its own pages are added to the limit.
 
 Each piece raises OSError when the kernel or our privileges do not allow it; the zygote reports
 what it got and the pool says once in the log what is missing.
@@ -95,7 +96,7 @@ def install_seccomp() -> None:
 
 # -- memory cgroup --------------------------------------------------------------------------
 class MemoryCgroup:
-    """One cgroup per worker slot; each evaluation's child moves itself in, the limit is per run.
+    """One cgroup per worker slot: the template is in it, so is every child; the limit is set per run.
 
     cgroup v2 (memory.max, memory.events) or the v1 memory controller (memory.limit_in_bytes,
     memory.oom_control), under the cgroup this process already belongs to.
@@ -143,9 +144,16 @@ class MemoryCgroup:
         self._limit = nbytes
 
     def enter(self) -> None:
-        """Move the calling process in (a forked child, before it drops its uid)."""
+        """Move the calling process in (its children are then born inside)."""
         with open(self.path / "cgroup.procs", "w") as f:
             f.write(str(os.getpid()))
+
+    def usage(self) -> int:
+        """Bytes charged now (the template's pages and reclaimable page cache of earlier runs)."""
+        try:
+            return int((self.path / ("memory.current" if self.v2 else "memory.usage_in_bytes")).read_text())
+        except (OSError, ValueError):
+            return 0
 
     def oom_kills(self) -> int:
         name = "memory.events" if self.v2 else "memory.oom_control"

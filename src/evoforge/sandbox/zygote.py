@@ -158,6 +158,10 @@ class Zygote:
             limits.die_with_parent(signal.SIGKILL)
             if os.getppid() != self.features["pid"]:
                 os._exit(0)
+            if self.cgroup is not None:
+                # once here, not per child (a move costs ~0.3 ms): every child is born in it, so each
+                # page an evaluation allocates counts, memfd and shared memory included
+                self.cgroup.enter()
             while True:
                 msg, fds, _, _ = socket.recv_fds(sock, 1024, 8)
                 if not msg:
@@ -205,7 +209,6 @@ class Zygote:
                 if value:
                     send_frame(self.cmd_out, value)
         except (OSError, ChannelClosed):
-            import traceback; traceback.print_exc()  # DEBUG
             pass  # host went away (EPIPE, or its pipe hung up mid-run), or the template died
         finally:
             if self.tsock is not None:
@@ -256,8 +259,8 @@ class Zygote:
         write_all(req_fd, json.dumps({**req, "workdir": workdir}).encode())
         ooms = 0
         if self.cgroup is not None:
-            try:
-                self.cgroup.set_limit(int(req["memory_mb"]) << 20)
+            try:  # the template's own pages are in the cgroup too: the limit is memory_mb on top of them
+                self.cgroup.set_limit((int(req["memory_mb"]) << 20) + _round_up(self.cgroup.usage(), 64 << 20))
             except OSError:
                 self.cgroup.set_limit(1 << 62)  # the kernel refused this value: RLIMIT_AS still holds
             ooms = self.cgroup.oom_kills()
@@ -397,10 +400,11 @@ class Zygote:
             os.dup2(res_w, RESULT_FD)
             os.closerange(RESULT_FD + 1, 1 << 20)
             os.set_inheritable(RESULT_FD, False)  # a program's subprocesses do not get the channel
-            if self.cgroup is not None:
-                self.cgroup.enter()  # every page of this evaluation counts, memfd and shm included
             if self.features["ipc"] == "namespace":
                 confine.unshare_ipc()  # SysV/POSIX IPC objects die with the evaluation
+            if self.cgroup is not None:
+                with open("/proc/self/oom_score_adj", "w") as f:
+                    f.write("1000")  # the cgroup's OOM killer takes the evaluation, never the template
             timeout = float(req["timeout"])
             limits.Rlimits(
                 memory_bytes=int(req["memory_mb"]) << 20,
@@ -440,6 +444,10 @@ def _remove_workdir(workdir: str, prog: str) -> None:
 
 def _rmtree(path: str) -> None:
     fsclean.remove_tree(path)  # no recursion: a tree deeper than the recursion limit is removed too
+
+
+def _round_up(n: int, step: int) -> int:
+    return -(-n // step) * step
 
 
 def _probe(fn: Any, ok: str) -> str:
