@@ -155,6 +155,8 @@ def test_live_badge_follows_the_run(browser, site):
     WebDriverWait(browser, 10).until(lambda d: badge.text.startswith("step "))
     step = add_step(site["dir"])
     WebDriverWait(browser, 15).until(lambda d: badge.text.startswith(f"step {step} "))
+    steps = browser.find_element(By.CSS_SELECTOR, '[data-live="steps"]')
+    WebDriverWait(browser, 5).until(lambda d: steps.text == str(step))  # the facts table follows too
     WebDriverWait(browser, 15).until(
         lambda d: int(d.find_element(By.ID, "classes").get_attribute("data-points")) >= 1)
 

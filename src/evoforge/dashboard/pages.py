@@ -73,9 +73,14 @@ def overview(runs: list[dict[str, Any]]) -> str:
 
 def run_page(k: int, s: dict[str, Any], tables: dict[str, int], islands: bool = False) -> str:
     classes = ", ".join(f"{e(c)} {n}" for c, n in s["classes"].items() if n)
-    facts = [("task", e(s["task"])), ("direction", e(s["direction"])), ("best score", num(s["best_score"])),
+    def live(key: str, text: str) -> str:  # a figure the page script keeps current
+        return f'<span data-live="{key}">{text}</span>'
+
+    facts = [("task", e(s["task"])), ("direction", e(s["direction"])),
+             ("best score", live("best_score", num(s["best_score"]))),
              ("initial score", num(s["initial_score"])), ("best known", num(s["target"])),
-             ("evaluations", e(s["evaluated"])), ("children", e(s["children"])), ("steps", e(s["steps"])),
+             ("evaluations", live("evaluated", e(s["evaluated"]))), ("children", live("children", e(s["children"]))),
+             ("steps", live("steps", e(s["steps"]))),
              ("classes", classes), ("selector", e(s["selector"])), ("backend", e(s["backend"]))]
     best = s["best_id"]
     links = [f'<a href="/run/{k}/programs">all programs</a>', f'<a href="/run/{k}/programs?sort=score">best first</a>',

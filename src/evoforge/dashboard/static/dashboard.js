@@ -241,6 +241,12 @@
           (age == null ? "" : " · last step " + Math.round(age) + " s ago");
         badge.classList.toggle("running", age != null && age < 30);
       }
+      if (!Array.isArray(d)) {
+        document.querySelectorAll("[data-live]").forEach(function (el) {
+          const x = d[el.dataset.live];
+          if (x != null) el.textContent = typeof x === "number" && !Number.isInteger(x) ? String(+x.toPrecision(10)) : String(x);
+        });
+      }
       if (version !== null && v !== version && DRAW[page]) DRAW[page]();
       version = v;
     }).catch(function () {
