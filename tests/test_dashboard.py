@@ -80,6 +80,7 @@ def test_pages_render_and_link(client, run):
     assert best.status_code == 200 and 'class="hl"' in best.text and "Diff from the parent" in best.text
     png = client.get(f"/run/0/program/{run['best_id']}/object.png")
     assert png.status_code == 200 and png.content[:8] == b"\x89PNG\r\n\x1a\n"
+    assert client.app.state.pictures.kind(client.app.state.runs[0]) == "circles"  # the task's own drawer
     tree = client.get("/api/run/0/tree").json()
     assert tree["node"] == run["best_id"] and tree["ancestors"][0]["parent"] is None
     assert tree["ancestors"][-1]["id"] == run["best_id"]

@@ -164,6 +164,7 @@ def create_app(run_dirs: Sequence[Path], hosts: Sequence[str] = ("127.0.0.1", "l
     app = Starlette(routes=routes, middleware=[Middleware(SecurityHeaders),
                                                Middleware(TrustedHostMiddleware, allowed_hosts=list(hosts))])
     app.state.runs = runs
+    app.state.pictures = pictures
     return app
 
 
@@ -204,14 +205,17 @@ class Pictures:
         return png
 
     def kind(self, r: RunReader) -> str:
-        """The task's object kind (how its object is drawn); generic when the task is unknown here."""
+        """The task's object kind (how its object is drawn): a built-in task's own; generic for a task
+        directory, which is not loaded (its files are outside the run directories given)."""
         if id(r) not in self.kinds:
             kind = "generic"
             try:
-                from evoforge.tasks import get_task
+                from evoforge.tasks import builtin_names, get_task
 
-                kind = get_task((r.meta.get("config") or {}).get("task") or r.meta.get("task")).object_kind
-            except Exception:  # noqa: BLE001 - a task that moved away still gets a picture
+                name = r.meta.get("task")
+                if name in builtin_names():
+                    kind = get_task(name).object_kind
+            except Exception:  # noqa: BLE001 - a picture of some kind is better than none
                 pass
             self.kinds[id(r)] = kind
         return self.kinds[id(r)]
