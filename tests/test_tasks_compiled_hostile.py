@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from evoforge.sandbox import SandboxPool
 from evoforge.sandbox.base import Status
 from evoforge.tasks import get_task
 from evoforge.tasks.evaluate import evaluate_program
@@ -117,6 +118,23 @@ def test_writes_outside_the_work_directory_fail(pool, tmp_path):
     assert ev.status is Status.OK  # the program itself runs on
     for p in (target, pkg, Path("/tmp/evoforge_escaped.txt")):
         assert not p.exists(), p
+
+
+@pytest.mark.parametrize("own_uid", [True, False])
+def test_program_cannot_ptrace_or_poke_its_evaluator(pool, tmp_path, own_uid):
+    # same uid as the evaluator that judges it: attaching to it or opening its memory must fail.
+    # With a dedicated uid the uid change already made the evaluator non-dumpable; without one
+    # (not root, or drop_privileges=False) runner.protect_evaluator() is what stops it.
+    head = "#include <sys/ptrace.h>\n#include <fcntl.h>\n#include <cerrno>"
+    body = ('long r = ptrace(PTRACE_ATTACH, getppid(), 0, 0); fprintf(stderr, "attach %ld\\n", r);\n'
+            'char p[64]; snprintf(p, sizeof p, "/proc/%d/mem", getppid()); int fd = open(p, O_RDWR);\n'
+            'fprintf(stderr, "mem %d\\n", fd); if (r == 0 || fd >= 0) abort();')
+    if own_uid or os.geteuid() != 0:
+        ev, _ = run(pool, small_task(tmp_path), cpp(body, head))
+    else:
+        with SandboxPool(workers=1, drop_privileges=False) as same_uid_pool:
+            ev, _ = run(same_uid_pool, small_task(tmp_path), cpp(body, head))
+    assert ev.status is Status.OK, ev.reason  # abort() would make every case a runtime error
 
 
 def test_python_program_same_contract(pool, tmp_path):

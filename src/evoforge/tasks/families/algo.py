@@ -17,7 +17,7 @@ import os
 from collections import Counter
 from typing import Any
 
-from evoforge.tasks.base import Direction, KnownValue, Task, Verdict
+from evoforge.tasks.base import Direction, Task, Verdict
 from evoforge.tasks.families import netcapture, runner
 
 SEEDS = tuple(range(1, 9))
@@ -32,6 +32,7 @@ _CLASS = {runner.TIMEOUT: "timeout", runner.MEMORY: "memory", runner.CRASH: "cra
 def evaluate_cases(program_path: str, language: str, seeds: tuple[int, ...] = SEEDS, case_time_s: float | None = None) -> dict[str, Any]:
     """Runs in the sandbox child: compile, then one run per seed. Returns plain JSON."""
     workdir = os.path.dirname(os.path.abspath(program_path))
+    runner.protect_evaluator()
     argv, failure = runner.command_for(language, program_path, workdir, COMPILE_TIME_S)
     if argv is None:
         return {"compile": failure.as_dict(), "cases": []}
@@ -125,7 +126,7 @@ def build(language: str) -> Task:
         time_limit=limit, memory_mb=4096, evolve_blocks=True,
         evaluator_path=_evaluator(name), language=language,
         params={"program_suffix": ".cpp" if language == "cpp" else ".py", "seeds": list(SEEDS), "case_time_s": CASE_TIME_S[language], "case_memory_mb": CASE_MEMORY_MB,
-                "upper_bound": KnownValue(1.0, "all targets, no penalty point").value},
+                "upper_bound": 1.0},  # every target, no penalty point
     )
 
 

@@ -46,6 +46,17 @@ def _limits(memory_mb: int, cpu_s: float, output_mb: int):
     return apply
 
 
+def protect_evaluator() -> bool:
+    """Make this (evaluator) process non-dumpable: a program it runs has the same uid and, without
+    Yama, could otherwise ptrace it or write its memory through /proc and forge a case's result."""
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0) == 0  # PR_SET_DUMPABLE = 4
+    except (OSError, AttributeError):
+        return False
+
+
 def run_limited(argv: list[str], stdin_text: str, *, time_s: float, memory_mb: int, workdir: str,
                 output_mb: int = 16, tag: str = "case", message_head: bool = False) -> CaseRun:
     """Run argv with stdin_text; stdout/stderr go to files in workdir (bounded by RLIMIT_FSIZE)."""
