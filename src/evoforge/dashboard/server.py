@@ -7,7 +7,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -63,86 +63,61 @@ def create_app(run_dirs: Sequence[Path], hosts: Sequence[str] = ("127.0.0.1", "l
     pictures = Pictures()
     island_cache: dict[int, Any] = {}
 
-    def reader(request: Request) -> RunReader | None:
-        k = request.path_params["run"]
-        return runs[k] if 0 <= k < len(runs) else None
+    def page(render: Callable[[Request, RunReader, int], str | None], what: str = "no such run or program") -> Any:
+        """An HTML route of one run: ``render`` returns the page, or None for a 404."""
+        def endpoint(request: Request) -> Response:
+            k = request.path_params["run"]
+            html = render(request, runs[k], k) if 0 <= k < len(runs) else None
+            return HTMLResponse(html) if html is not None else HTMLResponse(pages.not_found(what), 404)
+        return endpoint
 
-    def missing(what: str) -> HTMLResponse:
-        return HTMLResponse(pages.not_found(what), 404)
+    def run_page(q: Request, r: RunReader, k: int) -> str:
+        s = r.summary()
+        return pages.run_page(k, s, r.extra_tables(), s["selector"] in ISLAND_SELECTORS)
 
-    def overview(request: Request) -> Response:
-        return HTMLResponse(pages.overview([r.summary() for r in runs]))
+    def programs(q: Request, r: RunReader, k: int) -> str:
+        sort = "score" if q.query_params.get("sort") == "score" else "id"
+        cls = q.query_params.get("cls") if q.query_params.get("cls") in CLASSES else None
+        return pages.programs_page(k, r.dir.name, r.programs(_int(q.query_params.get("page")), sort, cls), sort, cls)
 
-    def run_page(request: Request) -> Response:
-        r = reader(request)
-        if r is None:
-            return missing("no such run")
-        has_islands = r.summary()["selector"] in ISLAND_SELECTORS
-        return HTMLResponse(pages.run_page(request.path_params["run"], r.summary(), r.extra_tables(), has_islands))
+    def tree(q: Request, r: RunReader, k: int) -> str | None:
+        t = r.tree(_node(q))
+        return pages.tree_page(k, r.dir.name, t) if t else None
 
-    def programs(request: Request) -> Response:
-        r = reader(request)
-        if r is None:
-            return missing("no such run")
-        sort = "score" if request.query_params.get("sort") == "score" else "id"
-        cls = request.query_params.get("cls")
-        cls = cls if cls in CLASSES else None
-        data = r.programs(_int(request.query_params.get("page")), sort, cls)
-        return HTMLResponse(pages.programs_page(request.path_params["run"], r.dir.name, data, sort, cls))
+    def program(q: Request, r: RunReader, k: int) -> str | None:
+        p = r.program(q.path_params["id"])
+        return pages.program_page(k, r.dir.name, p) if p else None
 
-    def tree(request: Request) -> Response:
-        r = reader(request)
-        node = request.query_params.get("node")
-        t = r.tree(_int(node) if node is not None else None) if r is not None else None
-        if t is None:
-            return missing("no such run or program")
-        return HTMLResponse(pages.tree_page(request.path_params["run"], r.dir.name, t))
+    def stage_table(q: Request, r: RunReader, k: int) -> str | None:
+        t = r.table(q.path_params["name"], _int(q.query_params.get("page")))
+        return pages.stage_table_page(k, r.dir.name, t) if t else None
 
-    def program(request: Request) -> Response:
-        r = reader(request)
-        p = r.program(request.path_params["id"]) if r is not None else None
-        if p is None:
-            return missing("no such run or program")
-        return HTMLResponse(pages.program_page(request.path_params["run"], r.dir.name, p))
+    def ideas(q: Request, r: RunReader, k: int) -> str | None:
+        found = r.ideas()
+        return pages.ideas_page(k, r.dir.name, found) if found is not None else None
+
+    def islands_page(q: Request, r: RunReader, k: int) -> str | None:
+        found = islands.islands(r, island_cache)
+        return pages.islands_page(k, r.dir.name, found, r.direction) if found else None
 
     def object_png(request: Request) -> Response:
-        r = reader(request)
-        if r is None:
-            return missing("no such run")
-        png = pictures.get(r, request.path_params["id"])
-        return Response(png, media_type="image/png") if png else missing("no object stored for this program")
-
-    def stage_table(request: Request) -> Response:
-        r = reader(request)
-        t = r.table(request.path_params["name"], _int(request.query_params.get("page"))) if r else None
-        if t is None:
-            return missing("no such run or table")
-        return HTMLResponse(pages.stage_table_page(request.path_params["run"], r.dir.name, t))
-
-    def ideas(request: Request) -> Response:
-        r = reader(request)
-        found = r.ideas() if r else None
-        if found is None:
-            return missing("no such run, or it has no idea memory")
-        return HTMLResponse(pages.ideas_page(request.path_params["run"], r.dir.name, found))
-
-    def islands_page(request: Request) -> Response:
-        r = reader(request)
-        found = islands.islands(r, island_cache) if r else None
-        if found is None:
-            return missing("no such run, or no snapshot of a selector with islands")
-        return HTMLResponse(pages.islands_page(request.path_params["run"], r.dir.name, found, r.direction))
+        k = request.path_params["run"]
+        png = pictures.get(runs[k], request.path_params["id"]) if 0 <= k < len(runs) else None
+        if png is None:
+            return HTMLResponse(pages.not_found("no such run, or no object stored for this program"), 404)
+        return Response(png, media_type="image/png")
 
     def api(method: str) -> Any:
         def endpoint(request: Request) -> Response:
-            r = reader(request)
-            if r is None:
+            k = request.path_params["run"]
+            if not 0 <= k < len(runs):
                 return JSONResponse({"error": "no such run"}, 404)
-            if method == "tree":
-                node = request.query_params.get("node")
-                return JSONResponse(r.tree(_int(node) if node is not None else None))
-            return JSONResponse(getattr(r, method)())
+            r = runs[k]
+            return JSONResponse(r.tree(_node(request)) if method == "tree" else getattr(r, method)())
         return endpoint
+
+    def overview(request: Request) -> Response:
+        return HTMLResponse(pages.overview([r.summary() for r in runs]))
 
     def api_runs(request: Request) -> Response:
         return JSONResponse([r.live() | {"name": r.dir.name, "target": r.meta.get("target")} for r in runs])
@@ -151,11 +126,13 @@ def create_app(run_dirs: Sequence[Path], hosts: Sequence[str] = ("127.0.0.1", "l
         return Response(pages.PYGMENTS_CSS, media_type="text/css")
 
     routes = [
-        Route("/", overview), Route("/run/{run:int}", run_page), Route("/run/{run:int}/programs", programs),
-        Route("/run/{run:int}/tree", tree), Route("/run/{run:int}/program/{id:int}", program),
+        Route("/", overview), Route("/run/{run:int}", page(run_page, "no such run")),
+        Route("/run/{run:int}/programs", page(programs, "no such run")),
+        Route("/run/{run:int}/tree", page(tree)), Route("/run/{run:int}/program/{id:int}", page(program)),
         Route("/run/{run:int}/program/{id:int}/object.png", object_png),
-        Route("/run/{run:int}/table/{name:str}", stage_table), Route("/run/{run:int}/ideas", ideas),
-        Route("/run/{run:int}/islands", islands_page),
+        Route("/run/{run:int}/table/{name:str}", page(stage_table, "no such run or table")),
+        Route("/run/{run:int}/ideas", page(ideas, "no such run, or it has no idea memory")),
+        Route("/run/{run:int}/islands", page(islands_page, "no such run, or no snapshot of a selector with islands")),
         Route("/api/runs", api_runs),
         *[Route(f"/api/run/{{run:int}}/{m}", api(m))
           for m in ("summary", "live", "curve", "steps", "eval_times", "tree", "forest")],
@@ -166,6 +143,11 @@ def create_app(run_dirs: Sequence[Path], hosts: Sequence[str] = ("127.0.0.1", "l
     app.state.runs = runs
     app.state.pictures = pictures
     return app
+
+
+def _node(request: Request) -> int | None:
+    node = request.query_params.get("node")
+    return _int(node) if node is not None else None
 
 
 def _int(text: str | None) -> int:
