@@ -19,6 +19,7 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from evoforge.sandbox import EvalRequest, SandboxPool
 
@@ -115,18 +116,26 @@ def hardening_rows(n: int, before: str | None) -> list[tuple[str, str]]:
 
 
 _BEFORE = """
-import json, statistics, sys, time
+import json, os, statistics, sys, time
 sys.path.insert(0, sys.argv[1])
 from evoforge.sandbox import EvalRequest, SandboxPool
 code, n = sys.argv[2], int(sys.argv[3])
+def cpu(pids):
+    out = 0.0
+    for pid in pids:
+        f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        out += sum(int(x) for x in f[11:15]) / os.sysconf("SC_CLK_TCK")
+    return out + time.process_time()
 with SandboxPool(workers=1) as p:
     p.run_many([EvalRequest(code=code)] * 3)
-    xs = []
+    pids = p.zygote_pids() + [s.hello["template"] for s in p.slots if s.hello.get("template")]
+    xs, c0 = [], cpu(pids)
     for _ in range(n):
         t0 = time.perf_counter()
         p.run_many([EvalRequest(code=code, timeout=30)])
         xs.append(time.perf_counter() - t0)
-print(json.dumps(sorted(xs)))
+    c = (cpu(pids) - c0) / n
+print(json.dumps([sorted(xs), c]))
 """
 
 
@@ -140,13 +149,14 @@ def _before_rows(rev: str, n: int) -> list[tuple[str, str]]:
         subprocess.run(["tar", "-x", "-C", d], input=archive, check=True)
         out = subprocess.run([sys.executable, "-c", _BEFORE, os.path.join(d, "src"), TRIVIAL, str(n)],
                              check=True, capture_output=True, text=True).stdout
-        old = json.loads(out.strip().splitlines()[-1])
-    with SandboxPool(workers=1) as p:  # measured right after, on the same machine
-        p.run_many([EvalRequest(code=TRIVIAL)] * 3)
-        new = sequential(p, TRIVIAL, n)[0]
+        old, old_cpu = json.loads(out.strip().splitlines()[-1])
+        now = subprocess.run([sys.executable, "-c", _BEFORE, str(Path(__file__).resolve().parents[1] / "src"), TRIVIAL,
+                              str(n)], check=True, capture_output=True, text=True).stdout  # the same script, this tree
+        new, new_cpu = json.loads(now.strip().splitlines()[-1])
     return [(f"sandbox of {rev} (before issue 9), round trip", spread(old)),
             ("this sandbox, all confinement on, round trip", spread(new)),
-            ("  ratio now / before (min, median)", f"{new[0] / old[0]:.2f}, {statistics.median(new) / statistics.median(old):.2f}")]
+            ("  ratio now / before (min, median)", f"{new[0] / old[0]:.2f}, {statistics.median(new) / statistics.median(old):.2f}"),
+            ("  CPU per evaluation now / before", f"{new_cpu * 1e3:5.2f} / {old_cpu * 1e3:5.2f} ms")]
 
 
 def main() -> None:
