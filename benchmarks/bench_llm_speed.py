@@ -38,13 +38,13 @@ def bench_llamacpp(model: str, threads: int, new: int) -> dict:
     load = time.perf_counter() - t0
     p = cp26_prompt()
     out = {"load_s": load}
-    for n in (1, 4):
-        b._cached = []  # a cold prompt each time: the prefill is measured
+    for n in (1, 4):  # the prompt is cold for n=1 (its prefill is measured), cached for n=4
         b.stats = dict.fromkeys(b.stats, 0)
         b.generate([p], GenerationConfig(n=n, temperature=1.0, max_tokens=new, seed=n))
         s = b.stats
-        out["prompt_tokens"] = s["prefill_tokens"]
-        out["prefill"] = s["prefill_tokens"] / s["prefill_s"]
+        if n == 1:
+            out["prompt_tokens"] = s["prefill_tokens"]
+            out["prefill"] = s["prefill_tokens"] / s["prefill_s"]
         out[f"decode_n{n}"] = s["decode_tokens"] / s["decode_s"]
     b.close()
     return out
@@ -128,22 +128,24 @@ def main() -> None:
     ap.add_argument("--models", nargs="+", default=["smollm2", "gemma3-270m"])
     ap.add_argument("--engines", nargs="+", default=list(ENGINES), choices=list(ENGINES))
     ap.add_argument("--threads", nargs="+", type=int, default=[1, 2])
+    ap.add_argument("--cells", nargs="*", help="only these MODEL:ENGINE:THREADS cells, in this order")
     ap.add_argument("--new", type=int, default=64, help="new tokens per sample")
     a = ap.parse_args()
     print(f"load average at start: {os.getloadavg()}", flush=True)
     print("| model | engine | threads | prompt tok | prefill tok/s | decode tok/s n=1 | decode tok/s n=4 (total) | load s | loadavg |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for model in a.models:
-        for engine in a.engines:
-            for t in a.threads:
-                la = os.getloadavg()[0]
-                try:
-                    r = ENGINES[engine](model, t, a.new)
-                except Exception as exc:  # noqa: BLE001 - one failed cell must not lose the table
-                    print(f"| {model} | {engine} | {t} | failed: {str(exc).splitlines()[0][:80]} |||||", flush=True)
-                    continue
-                print(f"| {model} | {engine} | {t} | {r['prompt_tokens']} | {r['prefill']:.1f} | {r['decode_n1']:.1f} | "
-                      f"{r['decode_n4']:.1f} | {r['load_s']:.1f} | {la:.1f} |", flush=True)
+    cells = [(m, e, t) for m in a.models for e in a.engines for t in a.threads]
+    if a.cells:
+        cells = [(c.split(":")[0], c.split(":")[1], int(c.split(":")[2])) for c in a.cells]
+    for model, engine, t in cells:
+        la = os.getloadavg()[0]
+        try:
+            r = ENGINES[engine](model, t, a.new)
+        except Exception as exc:  # noqa: BLE001 - one failed cell must not lose the table
+            print(f"| {model} | {engine} | {t} | failed: {str(exc).splitlines()[0][:80]} |||||", flush=True)
+            continue
+        print(f"| {model} | {engine} | {t} | {r['prompt_tokens']} | {r['prefill']:.1f} | {r['decode_n1']:.1f} | "
+              f"{r['decode_n4']:.1f} | {r['load_s']:.1f} | {la:.1f} |", flush=True)
     print(f"load average at end: {os.getloadavg()}", flush=True)
 
 

@@ -206,3 +206,23 @@ def test_without_llama_cpp_the_backend_says_how_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "llama_cpp", None)  # import fails as if not installed
     with pytest.raises(BackendError, match=r"pip install 'evoforge\[llamacpp\]'"):
         BACKENDS.get("llamacpp")(model="smollm2")
+
+
+def test_openai_backend_sends_grammar_plain_sampling_and_a_max_tokens_that_fits():
+    from evoforge.llm import BACKENDS
+    from evoforge.llm.standin_server import StandinServer
+
+    p = Prompt(text="x", parent_code="x = 1\n", meta={"grammar": 'root ::= "a"', "mode": "diff"})
+    with StandinServer() as srv:
+        b = BACKENDS.get("openai")(base_url=srv.url, model="m", grammar_field="grammar", plain_sampling=True,
+                                   fallback_max_tokens=100)
+        try:
+            b.generate([p], GenerationConfig(n=1, max_tokens=16384))
+            b.grammar_field = "structured_outputs"
+            b.generate([p], GenerationConfig(n=1, max_tokens=50))
+        finally:
+            b.close()
+        first, second = srv.bodies
+    assert b.server_info.kind == "unknown" and b.server_info.n_ctx is None  # the stand-in tells nothing
+    assert first["grammar"] == 'root ::= "a"' and first["max_tokens"] == 100 and first["top_p"] == 1.0
+    assert second["structured_outputs"] == {"grammar": 'root ::= "a"'} and second["max_tokens"] == 50
