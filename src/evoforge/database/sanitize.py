@@ -35,6 +35,18 @@ class StoreLimits:
 DEFAULT_LIMITS = StoreLimits()
 
 
+def store_limits(overrides: dict[str, Any] | None) -> StoreLimits:
+    """StoreLimits from a run config's ``store_limits`` (unknown keys and non-positive caps: ValueError)."""
+    fields = StoreLimits.__dataclass_fields__
+    bad = sorted(set(overrides or {}) - set(fields))
+    if bad:
+        raise ValueError(f"store_limits: unknown key(s) {', '.join(bad)} (known: {', '.join(fields)})")
+    values = {k: int(v) for k, v in (overrides or {}).items()}
+    if any(v <= 0 for v in values.values()):
+        raise ValueError(f"store_limits: caps must be positive, got {values}")
+    return StoreLimits(**values)
+
+
 def text(value: Any, cap: int | None = None) -> str | None:
     """A str SQLite accepts (lone surrogates escaped), at most ~cap characters (cut marked)."""
     if value is None:
