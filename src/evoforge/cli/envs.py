@@ -46,7 +46,7 @@ def check_command(
 
     with user_errors():
         if not file.is_file():
-            raise FileNotFoundError(f"{file}: no such file")
+            raise FileNotFoundError(f"{file}: no such file" if not file.exists() else f"{file}: not a file")
         result = check_file(file, cfg=CheckConfig(timeout=timeout))
     if as_json:
         typer.echo(json.dumps(result.to_json()))
@@ -97,6 +97,8 @@ def synth_command(
 
     with user_errors():
         logging.basicConfig(level=logging.INFO, format="%(message)s")
+        if backend not in ("demo", "hf", "openai"):
+            raise ValueError(f"unknown backend {backend!r} for envs synth (known: demo, hf, openai)")
         directory = run_dir or Path("runs") / f"envs-{time.strftime('%Y%m%d-%H%M%S')}"
         directory.mkdir(parents=True, exist_ok=True)
         store = EnvStore(directory / "run.db")

@@ -85,7 +85,10 @@ def check_sources(sources: Sequence[str], executor: Executor, cfg: CheckConfig |
 
 
 def check_file(path: str | Path, executor: Executor | None = None, cfg: CheckConfig | None = None) -> Admission:
-    source = Path(path).read_text(encoding="utf-8")
+    try:
+        source = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{path} is not UTF-8 text") from None
     if executor is not None:
         return check_sources([source], executor, cfg)[0]
     from evoforge.sandbox import SandboxPool
