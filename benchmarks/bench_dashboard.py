@@ -27,6 +27,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+import evoforge.selectors  # noqa: E402,F401  (registers the selectors)
+from evoforge.database.base import SELECTORS, Program  # noqa: E402
 from evoforge.database.store import RunStore  # noqa: E402
 
 CLASSES = ["evaluated", "invalid", "no_solution", "no_diff", "unchanged"]
@@ -85,6 +87,13 @@ def write_synthetic(path: Path, children: int, seed: int = 0, per_step: int = 32
         store.finish_step(step, {"s": step}, best_id=best_id, best_score=best, evaluated=evaluated, children=count,
                           seconds=0.4, train_metrics={"reward_mean": float(rng.normal(0.5, 0.1)),
                                                       "loss": float(rng.normal(0.1, 0.02))})
+    # the selector's snapshot, in the engine's layout (store schema 2), with every valid program fed to
+    # a map-elites database of the "large" shape: the islands page reads it
+    selector = SELECTORS.get("map-elites")(rng=np.random.default_rng(seed), target=None, size="large",
+                                           population_size=min(10_000, children))
+    for row in store.db.execute("SELECT id, code, score, parent_id, step FROM children WHERE child_class = 'evaluated'"):
+        selector.add(Program(row[0], row[1], row[2], row[2], row[3], row[4], {"n": 26}, f"{row[0]:016x}"))
+    store.save_snapshot(step, {"select": {"selector": selector.state_dict()}})  # stored as {"stages": ...}
     # the engine's clock, not the generator's: spread the steps over a plausible run time
     store.db.execute("UPDATE steps SET finished_at = ? + step * 0.4", (t0,))
     store.db.execute("UPDATE children SET created_at = ? + step * 0.4", (t0,))
@@ -159,6 +168,7 @@ def main() -> None:
                            ("programs p.500 by score", f"/run/{run}/programs?page=500&sort=score"),
                            ("lineage of the best", f"/run/{run}/tree"), ("lineage (json)", f"/api/run/{run}/tree"),
                            ("program tree (json)", f"/api/run/{run}/forest"),
+                           ("islands page", f"/run/{run}/islands"),
                            ("program page", f"/run/{run}/program/{args.children // 2}"),
                            ("live poll", f"/api/run/{run}/live"), ("curve again", f"/api/run/{run}/curve")]:
             timings.append(_get(client, label, url))
