@@ -17,6 +17,7 @@ the wall time comes to on an idle core when the machine is shared.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
@@ -27,7 +28,6 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-import evoforge.selectors  # noqa: E402,F401  (registers the selectors)
 from evoforge.database.base import SELECTORS, Program  # noqa: E402
 from evoforge.database.store import RunStore  # noqa: E402
 
@@ -89,6 +89,7 @@ def write_synthetic(path: Path, children: int, seed: int = 0, per_step: int = 32
                                                       "loss": float(rng.normal(0.1, 0.02))})
     # the selector's snapshot, in the engine's layout (store schema 2), with every valid program fed to
     # a map-elites database of the "large" shape: the islands page reads it
+    importlib.import_module("evoforge.selectors")  # registers the selectors
     selector = SELECTORS.get("map-elites")(rng=np.random.default_rng(seed), target=None, size="large",
                                            population_size=min(10_000, children))
     for row in store.db.execute("SELECT id, code, score, parent_id, step FROM children WHERE child_class = 'evaluated'"):
