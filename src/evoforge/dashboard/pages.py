@@ -73,6 +73,7 @@ def overview(runs: list[dict[str, Any]]) -> str:
 
 def run_page(k: int, s: dict[str, Any], tables: dict[str, int], islands: bool = False) -> str:
     classes = ", ".join(f"{e(c)} {n}" for c, n in s["classes"].items() if n)
+
     def live(key: str, text: str) -> str:  # a figure the page script keeps current
         return f'<span data-live="{key}">{text}</span>'
 
