@@ -163,3 +163,32 @@ def test_templates_are_overridable(tmp_path):
     (tmp_path / "memory_select.txt").write_text("Pick $count ideas from:\n$pool\n(task: $task)")
     t = P.load_templates(tmp_path)
     assert t["select"].template.startswith("Pick $count") and "Propose up to" in t["propose"].template
+
+
+def test_answer_grammars_name_only_existing_ideas_and_compile_where_llama_cpp_is():
+    from evoforge.memory import grammars as G
+
+    gs = {"propose": G.propose(3), "select": G.select(2, [4, 1]), "classify": G.classify({0: [1, 2], 2: [3]}),
+          "summarise": G.summarise([3, 5], 3), "prune": G.prune(2, [1, 2, 3])}
+    assert 'id ::= "1" | "4"' in gs["select"] and gs["select"].count('": #"') == 0
+    assert '"N3: "' in gs["classify"] and 'id2 ::= "3"' in gs["classify"]
+    assert "{" not in "".join(gs.values())  # no {m,n}: every engine reads these
+    try:
+        from llama_cpp import LlamaGrammar
+    except ImportError:
+        return
+    for g in gs.values():
+        LlamaGrammar.from_string(g, verbose=False)
+
+
+def test_memory_prompts_carry_their_grammar(tmp_path):
+    seen = []
+
+    class Recorder(MemoryScript):
+        def generate(self, prompts, cfg):
+            seen.extend(p.meta for p in prompts if "memory" in p.meta)
+            return super().generate(prompts, cfg)
+
+    make_engine(tmp_path, Recorder()).run()
+    select = [m for m in seen if m["memory"] == "select" and m["step"] == 3]
+    assert select and 'id ::= "1" | "2" | "3" | "4"' in select[0]["grammar"]

@@ -25,6 +25,8 @@ class MemoryConfig(BaseModel):
         None, description="similarity to a pruned idea at which a new one is rejected (default: 0.80 MiniLM, 0.60 lexical)")
     max_idea_chars: int = Field(300, gt=20, description="longest idea text accepted from the model")
     max_finding_chars: int = Field(200, gt=20, description="longest key finding accepted from the model")
+    grammar: bool = Field(True, description="constrain the answers with a GBNF grammar where the backend "
+                          "supports it (llamacpp; openai servers with structured outputs)")
     temperature: float = Field(0.7, ge=0)
     max_tokens: int = Field(768, gt=0, description="per memory call (they are short answers)")
 

@@ -4,7 +4,7 @@
 (merge or add) -> select one idea per prompt. ``plan_tail`` (after the children are scored):
 record each child as a hypothesis -> summarise ideas with more than K_hyp hypotheses -> prune
 ideas beyond K_idea into the failure memory. The model is reached only through ``ask(kind,
-text) -> answer`` (at most one call per kind per step: five calls a step, whatever B and n);
+text, grammar) -> answer`` (at most one call per kind per step: five calls a step, whatever B and n);
 the planners work on a copy of the pool and return the ops, which the stage stores before it
 applies them. A malformed answer is counted and replaced by the documented fallback.
 """
@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from evoforge.embeddings import Embedder, cosine
+from evoforge.memory import grammars as G
 from evoforge.memory import protocol as P
 from evoforge.memory.config import MemoryConfig
 from evoforge.memory.pool import Idea, IdeaPool
 
-Ask = Callable[[str, str], str]
+Ask = Callable[[str, str, str], str]  # (kind, prompt text, GBNF grammar of the answer) -> answer
 
 
 @dataclass
@@ -65,7 +66,7 @@ def plan_front(pool: IdeaPool, ctx: Context, ask: Ask, k: int, n_picks: int) -> 
     rejected = "\n".join(f"- {r['text']} ({r['reason']})" for r in work.rejected) or "(none)"
     answer = ask("propose", P.render(t["propose"], task=ctx.task, best=_fmt(ctx.best), direction=ctx.direction,
                                      pool=P.describe_pool(work), failures=failures, rejected=rejected,
-                                     count=cfg.propose, max_chars=cfg.max_idea_chars))
+                                     count=cfg.propose, max_chars=cfg.max_idea_chars), G.propose(cfg.propose))
     proposals, bad = P.parse_propose(answer, cfg.propose, cfg.max_idea_chars)
     if bad:
         _malformed(work, plan.ops, "propose")
@@ -109,7 +110,7 @@ def _classify(work: IdeaPool, ctx: Context, ask: Ask, kept: list[str], k: int, f
         for row, ids in candidates.items():
             items.append(f"N{row + 1}: {kept[row]}")
             items += [f"    candidate #{i}: {work.ideas[i].text}" for i in ids]
-        answer = ask("classify", P.render(ctx.templates["classify"], items="\n".join(items)))
+        answer = ask("classify", P.render(ctx.templates["classify"], items="\n".join(items)), G.classify(candidates))
         decisions, bad = P.parse_classify(answer, candidates, cfg.max_idea_chars)
         if bad:
             _malformed(work, ops, "classify")
@@ -126,7 +127,7 @@ def _select(work: IdeaPool, ctx: Context, ask: Ask, n_picks: int, ops: list[dict
     if not active:
         return [None] * n_picks
     answer = ask("select", P.render(ctx.templates["select"], task=ctx.task, pool=P.describe_pool(work),
-                                    count=n_picks))
+                                    count=n_picks), G.select(n_picks, [i.id for i in active]))
     chosen, bad = P.parse_select(answer, n_picks, {i.id for i in active})
     if bad:
         _malformed(work, ops, "select")
@@ -166,7 +167,7 @@ def plan_tail(pool: IdeaPool, ctx: Context, ask: Ask, k: int, ideas: Sequence[in
     if full:
         items = "\n".join(f"#{i.id} {i.text}\n" + "\n".join(f"    {h.finding}" for h in i.hypotheses) for i in full)
         answer = ask("summarise", P.render(ctx.templates["summarise"], items=items, max_findings=3,
-                                           max_chars=cfg.max_finding_chars))
+                                           max_chars=cfg.max_finding_chars), G.summarise([i.id for i in full], 3))
         found, bad = P.parse_summarise(answer, {i.id for i in full}, 3, cfg.max_finding_chars)
         if bad:
             _malformed(work, ops, "summarise")
@@ -177,7 +178,7 @@ def plan_tail(pool: IdeaPool, ctx: Context, ask: Ask, k: int, ideas: Sequence[in
     excess = len(active) - cfg.k_idea
     if excess > 0:
         answer = ask("prune", P.render(ctx.templates["prune"], task=ctx.task, count=excess,
-                                       pool=P.describe_pool(work)))
+                                       pool=P.describe_pool(work)), G.prune(excess, [i.id for i in active]))
         drops, bad = P.parse_prune(answer, excess, {i.id for i in active}, cfg.max_finding_chars)
         if bad:
             _malformed(work, ops, "prune")

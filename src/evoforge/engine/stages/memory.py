@@ -66,14 +66,15 @@ class IdeaMemory:
     def asker(self, k: int) -> planner.Ask:
         store = self.engine.store
 
-        def ask(kind: str, text: str) -> str:
+        def ask(kind: str, text: str, grammar: str) -> str:
             row = store.db.execute("SELECT answer FROM memory_calls WHERE step = ? AND kind = ?", (k, kind)).fetchone()
             if row is not None:
                 return row[0] or ""
             gen = GenerationConfig(n=1, temperature=self.cfg.temperature, max_tokens=self.cfg.max_tokens,
                                    seed=self.engine.cfg.seed * 1_000_003 + k * 7 + len(kind))
             try:
-                prompt = Prompt(text=text, system=SYSTEM, meta={"memory": kind, "step": k})
+                meta = {"memory": kind, "step": k, **({"grammar": grammar} if self.cfg.grammar else {})}
+                prompt = Prompt(text=text, system=SYSTEM, meta=meta)
                 [[resp]] = self.engine.backend.generate([prompt], gen)
                 answer, error = resp.text or "", resp.error or ""
             except Exception as exc:  # a dead server: the fallbacks keep the run going
