@@ -36,8 +36,8 @@ def run(
     seed: Optional[int] = typer.Option(None, help="random seed [default: 0]"),
     run_dir: Optional[Path] = typer.Option(None, help="where the run lives [default: runs/TASK-TIME]"),
     selector: Optional[str] = typer.Option(None, help="map-elites | puct | pacevolve | best-of-n | greedy"),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", "-B", help="parents per step [32; builtin 8]"),
-    n: Optional[int] = typer.Option(None, "-n", help="responses per prompt [16; builtin 4]"),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", "-B", help="parents per step [default: engine/config.py resolve_batch]"),
+    n: Optional[int] = typer.Option(None, "-n", help="responses per prompt [default: as -B]"),
     workers: Optional[int] = typer.Option(None, help="parallel sandbox workers [default: 2]"),
     env: Optional[str] = typer.Option(None, help="dynamic (default) | static (always prompt from the initial program)"),
     train: bool = typer.Option(False, "--train", help="test-time RL on the model's own attempts"),
@@ -112,7 +112,7 @@ def show(
             return
         out = Console()
         table = Table(show_header=False, box=None)
-        for key in ("task", "best_score", "initial_score", "evaluated", "children", "steps"):
+        for key in ("task", "best_score", "initial_score", "evaluated", "children", "steps", "batch"):
             table.add_row(key, str(info.get(key)))
         table.add_row("classes", ", ".join(f"{k} {v}" for k, v in sorted(info["classes"].items())))
         out.print(table)
@@ -151,7 +151,8 @@ def _execute(cfg: Any, run_dir: Path, quiet: bool) -> None:
     display = _Display(cfg.budget, quiet)
     engine = Engine(cfg, run_dir, on_step=display.update)
     console.print(f"evoforge: task [bold]{engine.task.name}[/] ({engine.task.direction.value}), backend "
-                  f"{engine.backend.name}, selector {cfg.selector}, B={engine.batch_size} x n={engine.n}, "
+                  f"{engine.backend.name}, selector {engine.selector.name}, B={engine.batch_size} x n={engine.n} "
+                          f"({engine.pipeline_mode}), "
                   f"budget {cfg.budget} evaluations, run dir {run_dir}")
     with display:
         result = engine.run()
