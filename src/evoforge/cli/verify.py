@@ -157,7 +157,7 @@ def verify_command(
     if not file.is_file():
         raise _fail(f"{file}: no such file")
     if timeout is not None and not 0 < timeout <= MAX_TIMEOUT:  # inf, nan: one clear line, not an OverflowError
-        raise _fail(f"--timeout must be a number of seconds in (0, {MAX_TIMEOUT:g}], got {timeout}")
+        raise _fail(f"--timeout must be positive and finite (at most {MAX_TIMEOUT:g} s), got {timeout}")
     suffix = file.suffix.lower()
     if suffix == ".json":
         result = _verify_json(task, file)
