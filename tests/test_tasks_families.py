@@ -193,3 +193,18 @@ def test_h5ad_matrix_is_read_like_npz(tmp_path):
     anndata.AnnData(scipy.sparse.csr_matrix(X.astype(np.float32))).write_h5ad(f)
     assert (singlecell.load_matrix(f) == X).all()
     assert get_task(f"denoise-h5ad:{f}").name == "denoise-counts"
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="no g++")
+def test_cli_verify_takes_a_cpp_program(tmp_path):
+    import typer
+    from typer.testing import CliRunner
+
+    from evoforge.cli.verify import register
+
+    app = typer.Typer(pretty_exceptions_enable=False)
+    register(app)
+    bad = tmp_path / "bad.cpp"
+    bad.write_text("int main() { return nope; }\n")
+    r = CliRunner().invoke(app, ["verify", "net-capture-cpp", str(bad)])
+    assert r.exit_code == 1 and "status: syntax" in r.stdout and "nope" in r.stdout

@@ -161,7 +161,7 @@ def verify_command(
     suffix = file.suffix.lower()
     if suffix == ".json":
         result = _verify_json(task, file)
-    elif suffix == ".py":
+    elif suffix == ".py" or suffix == task.params.get("program_suffix"):  # e.g. .cpp for net-capture-cpp
         result = _verify_program(task, file, timeout)
     else:
         raise _fail(f"{file}: expected a .json construction or a .py program, got {suffix or 'no extension'}")
