@@ -21,6 +21,7 @@ import ctypes
 import os
 import platform
 from pathlib import Path
+from typing import Any
 
 from evoforge.sandbox.limits import PR_SET_NO_NEW_PRIVS, _check, _libc
 
@@ -194,3 +195,22 @@ def _own_memory_cgroup() -> tuple[Path, bool]:
             return base, True
     raise OSError(2, "no memory cgroup controller available (cgroup v2 'memory' or v1 /sys/fs/cgroup/memory)")
 
+
+def round_up(n: int, step: int) -> int:
+    return -(-n // step) * step
+
+
+def probe(fn: Any, ok: str) -> str:
+    """Whether `fn` works in a forked child (e.g. an unshare this kernel or our privileges refuse)."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            fn()
+            os._exit(0)
+        except OSError as exc:
+            os._exit(exc.errno or 1)
+        except BaseException:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    return ok if code == 0 else f"none ({fn.__name__}: {os.strerror(code) if code > 0 else 'killed'})"

@@ -5,12 +5,12 @@ start it leaves the network (a new network namespace), becomes a child subreaper
 numpy/scipy once, then serves requests read from its stdin: fork, confine, supervise
 (deadline, output tails, result size, process count), clean up every process and file the
 program left, answer on its stdout. Forking a warm template is what makes an evaluation cost
-milliseconds instead of an interpreter start.
+milliseconds instead of an interpreter start; children are forked from a clean template process
+(template.py) that never sees a request, so nothing of one evaluation reaches the next.
 """
 from __future__ import annotations
 
 import gc
-import importlib
 import json
 import math
 import os
@@ -21,10 +21,11 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import Any
 
 from evoforge.sandbox import confine, fsclean, harness, limits, procs
 from evoforge.sandbox.outcome import Tail, decide, vm_size_mb
+from evoforge.sandbox.template import TemplateMixin, import_quietly as _import
 from evoforge.sandbox.protocol import ChannelClosed, read_json, send_frame, send_json, write_all
 
 CHILD_ENV = {
@@ -57,7 +58,7 @@ class Config:
     harden: bool = True  # IPC namespace, seccomp filter, memory cgroup per evaluation (off: for benchmarks)
 
 
-class Zygote:
+class Zygote(TemplateMixin):
     def __init__(self, cfg: Config, cmd_in: int, cmd_out: int) -> None:
         self.cfg = cfg
         self.cmd_in = cmd_in
@@ -124,7 +125,7 @@ class Zygote:
         """The per-evaluation confinement this kernel allows (confine.py); the pool logs what is missing."""
         if not self.cfg.harden:
             return {"ipc": "off", "seccomp": "off", "memory_cgroup": "off"}
-        got = {"ipc": _probe(confine.unshare_ipc, "namespace")}
+        got = {"ipc": confine.probe(confine.unshare_ipc, "namespace")}
         try:
             confine.install_seccomp()  # once, here: the template and every child inherit it
             got["seccomp"] = "on"
@@ -136,64 +137,6 @@ class Zygote:
         except OSError as exc:
             got["memory_cgroup"] = f"none ({exc})"
         return got
-
-    # -- the clean template --------------------------------------------------------------
-    # Children are forked from a template process that was itself forked before any request
-    # arrived and never reads one: a child's memory holds nothing of earlier programs (their
-    # source, output, results all pass through this process, never through the template).
-    def _start_template(self) -> None:
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        pid = os.fork()
-        if pid == 0:
-            ours.close()
-            os.close(self.cmd_in)
-            os.close(self.cmd_out)
-            self._template(theirs)
-        theirs.close()
-        self.tsock, self.template_pid = ours, pid
-
-    def _template(self, sock: socket.socket) -> NoReturn:
-        self.template_pid = os.getpid()  # what its children check their parent against
-        try:
-            limits.die_with_parent(signal.SIGKILL)
-            if os.getppid() != self.features["pid"]:
-                os._exit(0)
-            if self.cgroup is not None:
-                # once here, not per child (a move costs ~0.3 ms): every child is born in it, so each
-                # page an evaluation allocates counts, memfd and shared memory included
-                self.cgroup.enter()
-            while True:
-                msg, fds, _, _ = socket.recv_fds(sock, 1024, 8)
-                if not msg:
-                    break
-                cmd = json.loads(msg)
-                if "import" in cmd:
-                    for name in cmd["import"]:
-                        _import(name)
-                    gc.freeze()
-                    sock.send(b"{}")
-                    continue
-                pid = os.fork()
-                if pid == 0:
-                    sock.close()
-                    self._child_from_template(fds)
-                for fd in fds:
-                    os.close(fd)
-                sock.send(json.dumps({"pid": pid}).encode())
-                _, status = os.waitpid(pid, 0)
-                sock.send(json.dumps({"exit": pid, "status": status}).encode())
-        except BaseException:
-            pass
-        os._exit(0)
-
-    def _from_template(self, timeout: float = 30.0) -> dict[str, Any]:
-        assert self.tsock is not None
-        if not select.select([self.tsock], [], [], timeout)[0]:
-            raise ChannelClosed("the template process does not answer")
-        msg = self.tsock.recv(1024)
-        if not msg:
-            raise ChannelClosed("the template process died")
-        return json.loads(msg)
 
     # -- serve ---------------------------------------------------------------------------
     def serve(self) -> None:
@@ -260,7 +203,7 @@ class Zygote:
         ooms = 0
         if self.cgroup is not None:
             try:  # the template's own pages are in the cgroup too: the limit is memory_mb on top of them
-                self.cgroup.set_limit((int(req["memory_mb"]) << 20) + _round_up(self.cgroup.usage(), 64 << 20))
+                self.cgroup.set_limit((int(req["memory_mb"]) << 20) + confine.round_up(self.cgroup.usage(), 64 << 20))
             except OSError:
                 self.cgroup.set_limit(1 << 62)  # the kernel refused this value: RLIMIT_AS still holds
             ooms = self.cgroup.oom_kills()
@@ -368,24 +311,6 @@ class Zygote:
                 else:
                     tails[fd].add(data)
 
-    def _child_from_template(self, fds: list[int]) -> NoReturn:
-        """In the forked child: read the request the zygote put in the memfd, then confine and run."""
-        try:
-            out_w, err_w, res_w, req_fd = fds
-            os.lseek(req_fd, 0, os.SEEK_SET)
-            chunks = []
-            while chunk := os.read(req_fd, 1 << 20):
-                chunks.append(chunk)
-            os.close(req_fd)
-            req = json.loads(b"".join(chunks))
-        except BaseException as exc:
-            try:
-                os.write(fds[1] if len(fds) > 1 else 2, f"sandbox setup failed: {exc!r}\n".encode())
-            finally:
-                os._exit(121)
-        self._child(req, req["workdir"], out_w, err_w, res_w)
-        os._exit(121)  # not reached
-
     def _child(self, req: dict[str, Any], workdir: str, out_w: int, err_w: int, res_w: int) -> None:
         """In the forked child: confine, then run the harness. Never returns."""
         try:
@@ -444,33 +369,6 @@ def _remove_workdir(workdir: str, prog: str) -> None:
 
 def _rmtree(path: str) -> None:
     fsclean.remove_tree(path)  # no recursion: a tree deeper than the recursion limit is removed too
-
-
-def _round_up(n: int, step: int) -> int:
-    return -(-n // step) * step
-
-
-def _probe(fn: Any, ok: str) -> str:
-    """Whether `fn` works in a forked child (e.g. an unshare this kernel or our privileges refuse)."""
-    pid = os.fork()
-    if pid == 0:
-        try:
-            fn()
-            os._exit(0)
-        except OSError as exc:
-            os._exit(exc.errno or 1)
-        except BaseException:
-            os._exit(1)
-    _, status = os.waitpid(pid, 0)
-    code = os.waitstatus_to_exitcode(status)
-    return ok if code == 0 else f"none ({fn.__name__}: {os.strerror(code) if code > 0 else 'killed'})"
-
-
-def _import(name: str) -> None:
-    try:
-        importlib.import_module(name)
-    except Exception:
-        pass  # a missing optional library only costs the program its own import
 
 
 def main() -> None:
