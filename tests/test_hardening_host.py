@@ -173,3 +173,13 @@ def test_sigterm_and_a_second_writer(tmp_path):
             proc.wait()
     res = _cli("resume", str(run_dir), "--budget", "40", "--quiet")
     assert res.returncode == 0, res.stderr
+
+
+def test_extreme_metric_values_do_not_break_map_elites_cells():
+    from evoforge.database.base import Program
+    from evoforge.selectors.features import FeatureSpace
+
+    space = FeatureSpace(["m"], 10)
+    cells = [space.cell(Program(i, "x", 1.0, 1.0, None, 0, {"m": v}, "", ""))
+             for i, v in enumerate((-1.7e308, 1.7e308, 0.0, float("inf"), float("nan"), 10**400))]
+    assert all(0 <= c[0] < 10 for c in cells)

@@ -76,5 +76,7 @@ class FeatureSpace:
             if hi <= lo:
                 coords.append(0)
             else:
-                coords.append(min(self.bins - 1, int((v - lo) / (hi - lo) * self.bins)))
+                # halves: v - lo may overflow to inf for metrics near +-1e308 (inf/inf = nan: int() raises)
+                frac = (v / 2 - lo / 2) / (hi / 2 - lo / 2)
+                coords.append(min(self.bins - 1, max(0, int(frac * self.bins))))
         return tuple(coords)
