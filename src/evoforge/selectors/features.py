@@ -59,8 +59,12 @@ class FeatureSpace:
         if name == "score":
             return float(program.fitness)
         v = program.metrics.get(name)
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
-            return float(v)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            try:
+                f = float(v)
+            except OverflowError:  # an int beyond float range
+                return None
+            return f if math.isfinite(f) else None
         return None
 
     def cell(self, program: Program) -> tuple[int, ...]:
