@@ -218,3 +218,13 @@ def test_request_defaults_unchanged_for_builtin_tasks():
 
     req = request_for(get_task("circle-packing-26"), "def solve(): return []")
     assert isinstance(req, EvalRequest) and req.env == () and req.scratch is False and req.program_suffix == ".py"
+
+
+def test_async_evaluate_and_evaluation_result_as_a_dict(pool, tmp_path):
+    task, _ = _task(tmp_path, (
+        "async def evaluate(path):\n"
+        "    return {'metrics': {'combined_score': 0.25}, 'artifacts': {'status': 'ERROR', 'why': 'bad config'}}\n"
+    ))
+    ev = _run(pool, task)  # OpenEvolve's R example is async; k_module_problem returns this dict shape
+    assert ev.valid and ev.score == 0.25, ev.reason + ev.stderr
+    assert ev.metrics["artifacts"] == {"status": "ERROR", "why": "bad config"}

@@ -139,7 +139,8 @@ evaluator:
 def test_openevolve_layout_without_config_and_thetaevolve_prompt_list(tmp_path):
     d = make_dir(tmp_path, {"initial_program.py": PROGRAM, "evaluator.py": EVALUATOR})
     t = get_task(d)
-    assert "combined_score" in t.description and "cascade_thresholds" not in t.params
+    assert "combined_score" in t.description
+    assert t.params["cascade_thresholds"] == [0.5, 0.75, 0.9] and t.time_limit == 300  # OpenEvolve's defaults
     (d / "config.yaml").write_text("prompt:\n  system_message_list:\n    - message: first prompt\n      weight: 0.5\n")
     assert get_task(d).description == "first prompt"
     (d / "config.yaml").write_text("prompt: [unclosed\n")

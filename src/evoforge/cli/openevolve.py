@@ -41,6 +41,10 @@ def prepare(data: dict[str, Any], task: str, evaluator: str | None, *, iteration
         system = system_message(out.data)
         out.data = mapped.run
         options.update(mapped.task)
+        llm = out.data.get("backend") or {}
+        if backend_name and llm and backend_name != llm.get("name"):  # --backend wins over the config's llm
+            out.data.pop("backend")
+            out.notes.append(f"--backend {backend_name}: the config's llm settings are not used")
         if system:
             options["description"] = system
         where = config_name or "OpenEvolve config"

@@ -26,8 +26,11 @@ def register(app: typer.Typer) -> None:
 
 
 def run(
-    task: str = typer.Argument(..., help="built-in task name (see `evoforge tasks`) or a task directory"),
-    config_file: Optional[Path] = typer.Option(None, "--config", help="YAML/TOML config file"),
+    task: str = typer.Argument(..., help="built-in task name (see `evoforge tasks`) or a task directory; "
+                               "or PROGRAM, with EVALUATOR (OpenEvolve's command line)"),
+    evaluator: Optional[str] = typer.Argument(None, help="the evaluator of PROGRAM (evaluate(path) -> dict)"),
+    config_file: Optional[Path] = typer.Option(None, "--config", "-c",
+                                               help="YAML/TOML config file (evoforge's, or OpenEvolve's config.yaml)"),
     backend: Optional[str] = typer.Option(None, help="builtin (default, model-free mutation operator) | openai | hf | llamacpp"),
     base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1"),
     model: Optional[str] = typer.Option(None, help="model name (openai), local path (hf), smollm2 | gemma3-270m | a .gguf (llamacpp)"),
@@ -48,12 +51,26 @@ def run(
                                  "llama.cpp, vLLM, SGLang): every response parses"),
     max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="new tokens per response [default: 16384]"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no live display"),
+    iterations: Optional[int] = typer.Option(None, "--iterations", "-i", help="OpenEvolve's: budget = N + 1"),
+    api_base: Optional[str] = typer.Option(None, "--api-base", help="OpenEvolve's: backend openai at this URL"),
+    primary_model: Optional[str] = typer.Option(None, "--primary-model", help="OpenEvolve's: backend openai, this model"),
+    env_pass: Optional[list[str]] = typer.Option(None, "--env-pass", help="hand this host variable to the evaluator (repeat)"),
+    memory_mb: Optional[int] = typer.Option(None, "--memory-mb", help="memory limit of one evaluation, MB"),
+    strict_seed: bool = typer.Option(False, "--strict-seed", help="stop if the initial program fails (default: score it 0)"),
 ) -> None:
-    """Evolve programs for TASK until the budget is spent; the run directory shows the result."""
+    """Evolve programs for TASK (or PROGRAM with EVALUATOR) until the budget is spent; the run directory shows the result."""
     with user_errors():
         from evoforge.engine.config import build_config, load_config_file
 
         data = load_config_file(config_file) if config_file else {}
+        from evoforge.cli.openevolve import prepare
+
+        prep = prepare(data, task, evaluator, iterations=iterations, api_base=api_base, primary_model=primary_model,
+                       env_pass=env_pass, memory_mb=memory_mb, strict_seed=strict_seed,
+                       config_name=str(config_file or ""), backend_name=backend)
+        data, task = prep.data, prep.task
+        for line in prep.notes:
+            console.print(line, markup=False, highlight=False)
         if train and data.get("train") is None:
             data["train"] = {}
         if edit_mode or grammar:  # the prompt section of the config, over the file's
@@ -66,7 +83,7 @@ def run(
         cfg = build_config(data, task=task, backend=backend, base_url=base_url, model=model, budget=budget,
                            time_limit=time_limit, seed=seed, selector=selector, batch_size=batch_size, n=n,
                            workers=workers, env=env)
-        directory = run_dir or Path("runs") / f"{Path(task).name}-{time.strftime('%Y%m%d-%H%M%S')}"
+        directory = run_dir or Path("runs") / f"{prep.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
         if (directory / RUN_DB).exists():
             raise UserError(f"{directory} already holds a run; continue it with `evoforge resume {directory}`")
         _execute(cfg, directory, quiet)
@@ -105,6 +122,10 @@ def show(
             info = summary(store)
             info["run_dir"] = str(run_dir)
             info["score_over_evaluations"] = improvements(store, info.get("direction") or "max")
+            best_row = store.child_detail(info["best_program_id"]) if info.get("best_program_id") is not None else None
+            metrics = dict(best_row["metrics"]) if best_row else {}
+            info["best_artifacts"] = metrics.pop("artifacts", None) or {}  # OpenEvolve's EvaluationResult.artifacts
+            info["best_metrics"] = metrics
         finally:
             store.close()
         if as_json:
@@ -115,7 +136,13 @@ def show(
         for key in ("task", "best_score", "initial_score", "evaluated", "children", "steps", "batch"):
             table.add_row(key, str(info.get(key)))
         table.add_row("classes", ", ".join(f"{k} {v}" for k, v in sorted(info["classes"].items())))
+        numbers = {k: v for k, v in info["best_metrics"].items() if isinstance(v, (int, float))}
+        if numbers:
+            table.add_row("best metrics", "  ".join(f"{k}={v:.6g}" for k, v in numbers.items()))
         out.print(table)
+        for key, text in info["best_artifacts"].items():
+            out.rule(f"artifact {key} (best program)")
+            out.print(str(text)[-2000:], markup=False, highlight=False)
         curve = info["score_over_evaluations"]
         if curve:
             out.print("best score over evaluations: " + "  ".join(f"{e}:{s:.6g}" for e, s in curve[-8:]))
@@ -157,7 +184,13 @@ def _execute(cfg: Any, run_dir: Path, quiet: bool) -> None:
     with display:
         result = engine.run()
     console.print(f"done: best {result['best_score']} (initial {result['initial_score']}) after "
-                  f"{result['evaluated']} evaluations; see {run_dir}/best_program.py, best.png, history.png")
+                  f"{result['evaluated']} evaluations; see " + _outputs_line(run_dir))
+
+
+def _outputs_line(run_dir: Path) -> str:
+    """Only the files this run wrote (a folder task has no picture of its object)."""
+    names = [n for n in ("best_program.py", "best.png", "history.png") if (Path(run_dir) / n).is_file()]
+    return f"{run_dir}/" + ", ".join(names) if names else str(run_dir)
 
 
 class _Display:

@@ -40,6 +40,12 @@ class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     task: str = Field("circle-packing-26", description="built-in task name or task directory")
+    task_options: dict[str, Any] = Field(
+        default_factory=dict, description="task settings applied at load (evoforge.tasks.loader.TaskOverrides: "
+        "time_limit, memory_mb, env, env_pass, cascade, evaluator, ...)"
+    )
+    strict_seed: bool = Field(False, description="stop when the initial program fails (default: score it 0 and "
+                              "go on, as OpenEvolve does; direction max only)")
     backend: BackendConfig = Field(default_factory=BackendConfig)
     budget: int = Field(3000, gt=0, description="sandbox evaluations before the run stops")
     time_limit: Optional[float] = Field(None, gt=0, description="wall-clock seconds before the run stops")

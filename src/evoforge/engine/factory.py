@@ -14,10 +14,10 @@ from evoforge.sandbox.base import EXECUTORS, Executor
 from evoforge.tasks.base import Task
 
 
-def make_task(name: str) -> Task:
+def make_task(name: str, options: dict[str, Any] | None = None) -> Task:
     from evoforge.tasks import get_task
 
-    return get_task(name)
+    return get_task(name, options)
 
 
 def make_backend(cfg: RunConfig, task: Task) -> Backend:

@@ -40,6 +40,11 @@ class EvalRequest:
     # Anything else (e.g. "cpp", issue 16): the code is only a file for the evaluator, which
     # compiles/runs it itself inside the confined child; needs evaluator_path.
     language: str = "python"
+    # issue 10 (OpenEvolve compatibility):
+    cascade: bool = True  # False: evaluate() only, as OpenEvolve with cascade_evaluation: false
+    program_suffix: str = ".py"  # the program file's extension, handed to the evaluator as it is
+    env: tuple[tuple[str, str], ...] = ()  # variables the task hands to the evaluator (nothing else of the host's)
+    scratch: bool = False  # the evaluator runs in a writable copy of its folder (its cwd)
     timeout: float = 60.0  # wall-clock seconds
     memory_mb: int = 2048  # address-space limit
     max_output_bytes: int = 1 << 16  # stdout/stderr kept per stream (the tail)

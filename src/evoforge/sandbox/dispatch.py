@@ -59,6 +59,8 @@ def encode(job: Job) -> Job:
         "code": req.code, "entry": req.entry, "evaluator_path": req.evaluator_path,
         "cascade_thresholds": list(req.cascade_thresholds), "timeout": req.timeout, "memory_mb": req.memory_mb,
         "language": req.language,  # issue 16: non-Python programs skip the Python compile in the harness
+        "cascade": req.cascade, "program_suffix": req.program_suffix, "env": dict(req.env),  # issue 10
+        "scratch": req.scratch,
         "max_output_bytes": req.max_output_bytes, "max_result_bytes": req.max_result_bytes,
     }
     if req.evaluator_path:

@@ -110,34 +110,114 @@ def _load_program(code_obj: types.CodeType, path: str) -> types.ModuleType:
     return module
 
 
-def _cascade(evaluator: types.ModuleType, program_path: str, thresholds: list[float]) -> Any:
-    """OpenEvolve semantics: stage1 -> stage2 -> stage3, stop when a stage scores below its threshold."""
-    if not hasattr(evaluator, "evaluate_stage1"):
-        return _as_dict(evaluator.evaluate(program_path))
-    merged: dict[str, Any] = {}
-    for i, name in enumerate(("evaluate_stage1", "evaluate_stage2", "evaluate_stage3")):
-        stage = getattr(evaluator, name, None)
-        if stage is None:
-            break
-        result = _as_dict(stage(program_path))
-        if not isinstance(result, dict):
-            return result
-        merged.update(result)
-        if i < len(thresholds) and _stage_score(result) < thresholds[i]:
-            break
+def program_file(req: dict[str, Any]) -> str:
+    """program.py, or program<suffix> for another language (issue 10); a strange suffix is refused."""
+    suffix = str(req.get("program_suffix") or ".py")
+    ok = suffix.startswith(".") and 1 < len(suffix) <= 12 and suffix[1:].replace("_", "").isalnum()
+    return "program" + (suffix if ok else ".py")
+
+
+ARTIFACTS_KEY = "__artifacts__"  # where OpenEvolve's EvaluationResult.artifacts travel back in the value
+_ARTIFACT_CAP, _ARTIFACTS_CAP = 16 << 10, 64 << 10
+
+
+def _cascade(evaluator: types.ModuleType, program_path: str, thresholds: list[float], cascade: bool = True) -> Any:
+    """OpenEvolve's cascade (openevolve/evaluator.py, _cascade_evaluate), same rules.
+
+    cascade off, or no evaluate_stage1: evaluate() alone. Else stage1; below thresholds[0]: stop.
+    stage2 (a failure keeps stage 1 with stage2_passed = 0); the merged numbers below
+    thresholds[1] (or no second threshold): stop; then stage3 likewise. Merging keeps the
+    numeric metrics except 'error'; artifacts are merged too.
+    """
+    stage1 = getattr(evaluator, "evaluate_stage1", None)
+    if (not cascade or stage1 is None) and hasattr(evaluator, "evaluate"):
+        return _result(evaluator.evaluate(program_path))
+    first = _result(stage1(program_path))  # type: ignore[misc]
+    if not isinstance(first, dict) or not _passes(first, thresholds, 0) or not hasattr(evaluator, "evaluate_stage2"):
+        return first
+    merged = first
+    for n in (2, 3):
+        try:
+            nxt = _result(getattr(evaluator, f"evaluate_stage{n}")(program_path))
+        except Exception as exc:  # OpenEvolve keeps the earlier stages' numbers
+            _print_traceback(exc)
+            merged[f"stage{n}_passed"] = 0.0
+            merged.setdefault(ARTIFACTS_KEY, {}).update({f"stage{n}_stderr": str(exc), "failure_stage": f"stage{n}"})
+            return merged
+        if not isinstance(nxt, dict):
+            return nxt
+        arts = {**merged.get(ARTIFACTS_KEY, {}), **nxt.get(ARTIFACTS_KEY, {})}
+        merged = {k: float(v) for d in (merged, nxt) for k, v in d.items()
+                  if isinstance(v, (int, float)) and k != "error"}
+        if arts:
+            merged[ARTIFACTS_KEY] = arts
+        if n == 3 or len(thresholds) < 2 or not _passes(merged, thresholds, 1) or not hasattr(evaluator, "evaluate_stage3"):
+            return merged
     return merged
 
 
-def _as_dict(result: Any) -> Any:
-    metrics = getattr(result, "metrics", None)  # OpenEvolve's EvaluationResult(metrics, artifacts)
-    return dict(metrics) if isinstance(metrics, dict) else result
+def _result(result: Any) -> Any:
+    """A dict of metrics; OpenEvolve's EvaluationResult(metrics, artifacts) too, artifacts under ARTIFACTS_KEY."""
+    if isinstance(result, types.CoroutineType):  # an `async def evaluate` (OpenEvolve's R example)
+        import asyncio
+
+        result = asyncio.run(result)
+    metrics = getattr(result, "metrics", None)
+    if not isinstance(metrics, dict):
+        return result
+    out = dict(metrics)
+    artifacts = getattr(result, "artifacts", None)
+    if isinstance(artifacts, dict) and artifacts:
+        out[ARTIFACTS_KEY] = _bounded_artifacts(artifacts)
+    return out
 
 
-def _stage_score(result: dict[str, Any]) -> float:
-    if isinstance(result.get("combined_score"), (int, float)):
-        return float(result["combined_score"])
-    nums = [float(v) for v in result.values() if isinstance(v, (int, float)) and not isinstance(v, bool)]
-    return sum(nums) / len(nums) if nums else 0.0
+def _bounded_artifacts(artifacts: dict[Any, Any]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    total = 0
+    for key, value in artifacts.items():
+        if isinstance(value, (bytes, bytearray)):
+            text = bytes(value[:_ARTIFACT_CAP]).decode("utf-8", "replace")
+        else:
+            text = value if isinstance(value, str) else repr(value)
+        if len(text) > _ARTIFACT_CAP:
+            text = text[:_ARTIFACT_CAP] + "\n... (truncated)"
+        if total + len(text) > _ARTIFACTS_CAP:
+            out["__truncated__"] = f"{len(artifacts) - len(out)} more artifact(s) left out (over {_ARTIFACTS_CAP} bytes)"
+            break
+        total += len(text)
+        out[str(key)] = text
+    return out
+
+
+def _passes(metrics: dict[str, Any], thresholds: list[float], i: int) -> bool:
+    """OpenEvolve's _passes_threshold: combined_score, else the mean of numbers except 'error'."""
+    if i >= len(thresholds):
+        return True
+    score = metrics.get("combined_score")
+    if not isinstance(score, (int, float)):
+        nums = [float(v) for k, v in metrics.items() if k != "error" and isinstance(v, (int, float))]
+        if not nums:
+            return False
+        score = sum(nums) / len(nums)
+    return float(score) >= thresholds[i]
+
+
+def _scratch_copy(ev_path: str, workdir: str) -> str | None:
+    """A writable copy of the evaluator's folder inside the child's own directory (issue 10); None: not made."""
+    import shutil
+
+    src = os.path.dirname(ev_path)
+    dst = os.path.join(workdir, os.path.basename(src) or "task")
+    try:
+        shutil.copytree(src, dst, symlinks=True, ignore=shutil.ignore_patterns("__pycache__", ".git"))
+    except (OSError, shutil.Error) as exc:  # unreadable files: the evaluator still runs, in place
+        print(f"evoforge: could not copy the evaluator folder {src} ({exc}); it stays read-only", file=sys.stderr)
+        return None
+    return os.path.join(dst, os.path.basename(ev_path))
+
+
+_SHIM = os.path.join(os.path.dirname(os.path.dirname(_HERE)), "compat", "openevolve_shim")
 
 
 def run_child(req: dict[str, Any], workdir: str, res_fd: int) -> NoReturn:
@@ -147,7 +227,7 @@ def run_child(req: dict[str, Any], workdir: str, res_fd: int) -> NoReturn:
     getpid = os.getpid
     dumps = json.dumps
     me = getpid()
-    program_path = os.path.join(workdir, PROGRAM_FILE)
+    program_path = os.path.join(workdir, program_file(req))
     header: dict[str, Any]
     value_bytes = b""
 
@@ -172,7 +252,7 @@ def run_child(req: dict[str, Any], workdir: str, res_fd: int) -> NoReturn:
         sys.argv = [program_path]
         code = req["code"]
         # issue 16: a C++ (or other non-Python) program is data for its evaluator, which compiles it
-        python = req.get("language", "python") == "python" or not req.get("evaluator_path")
+        python = (req.get("language", "python") == "python" and program_path.endswith(".py")) or not req.get("evaluator_path")
         try:
             code_obj = compile(code if python else "", program_path, "exec")
         except (SyntaxError, ValueError) as exc:  # ValueError: null bytes in source
@@ -180,12 +260,18 @@ def run_child(req: dict[str, Any], workdir: str, res_fd: int) -> NoReturn:
         if req.get("evaluator_path"):
             # The zygote read the evaluator's source for us: the dropped uid may not be able to.
             ev_path = os.path.abspath(req["evaluator_path"])
+            copy = _scratch_copy(ev_path, workdir) if req.get("scratch") else None
+            if copy is not None:
+                ev_path = copy
+                os.chdir(os.path.dirname(ev_path))  # relative paths of the evaluator resolve in its copy
             sys.path.insert(0, os.path.dirname(ev_path))
+            sys.path.append(_SHIM)  # `import openevolve` finds the shim only when OpenEvolve is not installed
             evaluator = types.ModuleType("evaluator")
             evaluator.__file__ = ev_path
             sys.modules["evaluator"] = evaluator
             exec(compile(req["evaluator_source"], ev_path, "exec"), evaluator.__dict__)
-            value = _cascade(evaluator, program_path, list(req.get("cascade_thresholds") or ()))
+            value = _cascade(evaluator, program_path, list(req.get("cascade_thresholds") or ()),
+                             bool(req.get("cascade", True)))
         else:
             module = _load_program(code_obj, program_path)
             entry = getattr(module, req.get("entry") or "solve", None)

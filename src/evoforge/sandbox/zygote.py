@@ -107,6 +107,7 @@ class Zygote(TemplateMixin):
         gc.freeze()  # children's collections skip (and so do not copy-on-write) everything imported so far
         self.base = tempfile.mkdtemp(prefix=f"evoforge-sbx-{self.cfg.slot}-")
         os.chmod(self.base, 0o711)  # children (other uid) may traverse to their own dir, not list
+        os.environ["PATH"] = _python_on_path(self.base) + ":" + os.environ["PATH"]  # issue 10
         self.features = {
             "pid": os.getpid(),
             "network": net,
@@ -183,7 +184,7 @@ class Zygote(TemplateMixin):
         self.count += 1
         workdir = os.path.join(self.base, f"run{self.count}")
         os.mkdir(workdir, 0o700)
-        prog = os.path.join(workdir, harness.PROGRAM_FILE)
+        prog = os.path.join(workdir, harness.program_file(req))  # program.py, or program.rs, ... (issue 10)
         with open(prog, "w", encoding="utf-8", errors="surrogateescape") as f:
             f.write(req["code"])
         if self.cfg.uid is not None:
@@ -349,6 +350,9 @@ class Zygote(TemplateMixin):
             if os.getppid() != self.template_pid:
                 os._exit(121)
             os.environ["HOME"] = os.environ["TMPDIR"] = workdir  # the rest is CHILD_ENV already (prepare)
+            ours = os.environ["PATH"].split(":", 1)[0]  # the bin of python/python3 (_python_on_path) stays first
+            os.environ.update({str(k): str(v) for k, v in (req.get("env") or {}).items()})  # the task's (issue 10)
+            os.environ["PATH"] = ours + ":" + os.environ["PATH"] if not os.environ["PATH"].startswith(ours) else os.environ["PATH"]
             tempfile.tempdir = None
         except BaseException as exc:
             try:
@@ -365,6 +369,18 @@ def _remove_workdir(workdir: str, prog: str) -> None:
         os.rmdir(workdir)
     except OSError:
         _rmtree(workdir)
+
+
+def _python_on_path(base: str) -> str:
+    """A bin folder whose ``python`` and ``python3`` run this interpreter (evaluators call them by name)."""
+    folder = os.path.join(base, "bin")
+    os.mkdir(folder, 0o755)
+    for name in ("python", "python3"):
+        path = os.path.join(folder, name)
+        with open(path, "w") as f:  # a script, not a symlink: a venv's python must be started by its own path
+            f.write(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+        os.chmod(path, 0o755)
+    return folder
 
 
 def _rmtree(path: str) -> None:

@@ -34,11 +34,21 @@ def all_task_names() -> list[str]:
     return [n for names in task_families().values() for n in names]
 
 
-def get_task(name_or_path: str | Path) -> Task:
+def get_task(name_or_path: str | Path, options: dict | None = None) -> Task:
     """A built-in task by name, or a task directory (evoforge or OpenEvolve layout) by path.
 
+    ``options`` (a run config's ``task_options``, see loader.TaskOverrides) changes the task's
+    limits and settings; with ``options["evaluator"]``, ``name_or_path`` is a program file
+    evaluated by that evaluator (OpenEvolve's ``PROGRAM EVALUATOR``).
     Raises TaskError (one line) for an unknown name or a malformed directory.
     """
+    if options:
+        from evoforge.tasks.loader import TaskOverrides, load_program_evaluator
+
+        over = TaskOverrides.parse(options)
+        if over.evaluator:
+            return over.apply(load_program_evaluator(Path(str(name_or_path)).expanduser(), Path(over.evaluator)))
+        return over.apply(get_task(name_or_path))
     from evoforge.tasks.catalog import SPECS
 
     key = str(name_or_path)
@@ -58,7 +68,8 @@ def get_task(name_or_path: str | Path) -> Task:
 
         return load_task_dir(path)
     if path.exists():
-        raise TaskError(f"{key!r} is a file; a task is a built-in name or a task directory")
+        raise TaskError(f"{key!r} is a file; a task is a built-in name or a task directory "
+                        "(or give the program and its evaluator: evoforge run PROGRAM EVALUATOR)")
     raise TaskError(f"unknown task {key!r} (built-in: {', '.join(all_task_names())}; or give a task directory)")
 
 
