@@ -192,3 +192,23 @@ def test_memory_prompts_carry_their_grammar(tmp_path):
     make_engine(tmp_path, Recorder()).run()
     select = [m for m in seen if m["memory"] == "select" and m["step"] == 3]
     assert select and 'id ::= "1" | "2" | "3" | "4"' in select[0]["grammar"]
+
+
+def test_verbatim_repeats_are_folded_without_asking():
+    from evoforge.memory.config import MemoryConfig
+    from evoforge.memory.planner import Context, plan_front
+    from evoforge.memory.pool import IdeaPool
+
+    pool = IdeaPool()
+    pool.apply({"op": "add", "text": "Loop-2;", "step": 1})
+    asked = []
+
+    def ask(kind, text, grammar):
+        asked.append(kind)
+        return {"propose": "IDEA: loop 2\nIDEA: simulated annealing\nIDEA: Simulated annealing.", "select": "1: #1"}.get(kind, "")
+
+    ctx = Context("t", "larger", None, P.load_templates(), MemoryConfig(similarity="lexical"), LexicalEmbedder())
+    plan = plan_front(pool, ctx, ask, 2, 1)
+    assert [(o["op"], o.get("idea"), o.get("text")) for o in plan.ops] == [
+        ("merge", 1, "Loop-2;"), ("add", None, "simulated annealing")]
+    assert "classify" not in asked  # "simulated annealing" has no similar idea to ask about

@@ -12,6 +12,7 @@ replays the finished steps after it from the stored children (see ``engine/resum
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -88,6 +89,8 @@ class RunStore:
         if readonly and not self.path.is_file():
             raise StoreError(f"{self.path} is not an evoforge run store (no such file)")
         uri = f"{self.path.resolve().as_uri()}?mode=ro" if readonly else str(self.path)
+        if readonly and not os.access(self.path.parent, os.W_OK):  # an archived run on a read-only mount:
+            uri += "&immutable=1"  # WAL would need a -shm file it cannot create; nobody writes there anyway
         self.db = sqlite3.connect(uri, uri=readonly, isolation_level=None, check_same_thread=False)
         try:
             version = self._schema_version()
@@ -147,8 +150,13 @@ class RunStore:
         self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, sanitize.dumps(value)))
 
     def get_meta(self, key: str, default: Any = None) -> Any:
+        if self.readonly and not self._has_meta_table():
+            return default  # an empty file (a run killed before its first write), read without creating tables
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return json.loads(row[0]) if row else default
+
+    def _has_meta_table(self) -> bool:
+        return self.db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone() is not None
 
     # -- children ---------------------------------------------------------------------------
     def add_responses(self, step: int, rows: Iterable[dict[str, Any]]) -> list[int]:
@@ -183,7 +191,7 @@ class RunStore:
         lim, out = self.limits, {}
         for key, value in fields.items():
             if key == "metrics":
-                value = sanitize.dumps(value, lim.metrics_bytes)
+                value = sanitize.dumps(value, lim.metrics_bytes, sanitize.METRIC_INT_BITS)
             elif key in ("score", "fitness", "reward", "wall_time"):
                 value = sanitize.number(value)
             elif key == "feedback":

@@ -69,13 +69,17 @@ class RunConfig(BaseModel):
     workers: int = Field(2, gt=0, description="sandbox processes evaluating in parallel")
     executor: str = Field("sandbox", description="what runs the programs (sandbox/base.py EXECUTORS: sandbox, ...)")
     executor_options: dict[str, Any] = Field(default_factory=dict, description="extra options of the executor")
-    eval_timeout: Optional[float] = Field(None, gt=0, description="seconds per evaluation (default: the task's)")
+    eval_timeout: Optional[float] = Field(None, gt=0, le=7 * 86400, description="seconds per evaluation (default: the task's)")
     prompt: PromptConfig = Field(default_factory=PromptConfig)
     train: Optional[dict[str, Any]] = Field(None, description="test-time RL (evoforge.rl.TrainConfig fields)")
     picture_interval: float = Field(10.0, ge=0, description="least seconds between picture refreshes (also >= 20x their cost)")
     snapshot_interval: float = Field(
         10.0, ge=0, description="least seconds between selector snapshots (also >= 50x a snapshot's cost); "
         "a resume replays the steps since the last one"
+    )
+    store_limits: dict[str, int] = Field(
+        default_factory=dict, description="caps on what one child puts in run.db (database/sanitize.py StoreLimits: "
+        "response_chars, feedback_chars, error_chars, metrics_bytes, object_bytes); over a cap: cut and marked"
     )
 
     @model_validator(mode="after")

@@ -22,6 +22,7 @@ from typing import Any, Callable
 import numpy as np
 
 from evoforge.database.base import Program, Selector
+from evoforge.database.sanitize import store_limits
 from evoforge.database.store import RunStore
 from evoforge.edits import canonical_hash
 from evoforge.edits.canonical import HASH_SCHEME
@@ -90,7 +91,7 @@ class Engine:
 
         self.prompts = PromptBuilder(self.task, mode=cfg.prompt.edit_mode, show_inspirations=cfg.prompt.show_inspirations,
                                      template_dir=cfg.prompt.template_dir, grammar=cfg.prompt.grammar)
-        self.store = RunStore(self.run_dir / "run.db")
+        self.store = RunStore(self.run_dir / "run.db", limits=store_limits(cfg.store_limits))
         self.pipeline = default_pipeline(self)
         if stages is not None:
             stages(self.pipeline)

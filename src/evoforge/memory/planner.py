@@ -85,12 +85,33 @@ def plan_front(pool: IdeaPool, ctx: Context, ask: Ask, k: int, n_picks: int) -> 
                 kept.append(text)
     else:
         kept = list(proposals)
-    # 3. classify: embeddings pick the candidates, the model decides merge or new
+    # 3. classify: a verbatim repeat is folded at once; for the rest embeddings pick the
+    # candidates and the model decides merge or new
+    kept = _fold_repeats(work, kept, plan.ops)
     _classify(work, ctx, ask, kept, k, floor, plan.ops)
     # 4. select one idea per prompt
     plan.ideas = _select(work, ctx, ask, n_picks, plan.ops)
     plan.contexts = [idea_context(work, i, t) for i in plan.ideas]
     return plan
+
+
+def _norm(text: str) -> str:
+    return " ".join("".join(c.lower() if c.isalnum() else " " for c in text).split())
+
+
+def _fold_repeats(work: IdeaPool, kept: list[str], ops: list[dict[str, Any]]) -> list[str]:
+    """Proposals that repeat an active idea word for word count as a merge into it (its text
+    kept); repeats within the proposals are dropped."""
+    active = {_norm(i.text): i for i in work.active()}
+    out, seen = [], set()
+    for text in kept:
+        key = _norm(text)
+        if key in active:
+            _do(work, ops, {"op": "merge", "idea": active[key].id, "text": active[key].text})
+        elif key and key not in seen:
+            seen.add(key)
+            out.append(text)
+    return out
 
 
 def _classify(work: IdeaPool, ctx: Context, ask: Ask, kept: list[str], k: int, floor: float,
