@@ -33,7 +33,28 @@ def make_backend(cfg: RunConfig, task: Task) -> Backend:
         options.setdefault("model", b.model)
     if b.name == "builtin":
         options.setdefault("seed", cfg.seed)
-    return BACKENDS.get(b.name)(**options)
+    cls = BACKENDS.get(b.name)
+    _check_backend_options(b.name, cls, options)
+    return cls(**options)
+
+
+def _check_backend_options(name: str, cls: Any, options: dict[str, Any]) -> None:
+    """Unknown options (a typo, --adapter with the builtin backend) are one clear error, not ignored."""
+    import inspect
+
+    from evoforge.llm.base import BackendError
+
+    known: set[str] = set()
+    for klass in getattr(cls, "__mro__", (cls,)):
+        init = klass.__dict__.get("__init__")
+        if init is None:
+            continue
+        params = inspect.signature(init).parameters.values()
+        known |= {p.name for p in params if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL) and p.name != "self"}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise BackendError(f"backend {name} has no option {', '.join(unknown)} "
+                           f"(its options: {', '.join(sorted(known)) or 'none'})")
 
 
 def make_selector(cfg: RunConfig, task: Task, rng: np.random.Generator) -> Selector:
