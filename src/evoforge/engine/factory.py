@@ -39,10 +39,28 @@ def make_backend(cfg: RunConfig, task: Task) -> Backend:
 
 
 def _check_backend_options(name: str, cls: Any, options: dict[str, Any]) -> None:
-    """Unknown options (a typo, --adapter with the builtin backend) are one clear error, not ignored."""
-    import inspect
+    """Options no backend knows (a typo) are one clear error; another backend's option (a config
+    written for openai, run with builtin) is dropped with one warning line: never silently ignored."""
+    import logging
 
     from evoforge.llm.base import BackendError
+
+    known = _init_options(cls)
+    foreign = set().union(*(_init_options(BACKENDS.get(n)) for n in BACKENDS.names() if n != name))
+    unknown = sorted(set(options) - known - foreign)
+    if unknown:
+        raise BackendError(f"backend {name} has no option {', '.join(unknown)} "
+                           f"(its options: {', '.join(sorted(known)) or 'none'})")
+    dropped = sorted(set(options) - known)
+    if dropped:
+        logging.getLogger("evoforge").warning("backend %s does not use option(s) %s (options of another backend): "
+                                              "ignored", name, ", ".join(dropped))
+        for key in dropped:
+            del options[key]
+
+
+def _init_options(cls: Any) -> set[str]:
+    import inspect
 
     known: set[str] = set()
     for klass in getattr(cls, "__mro__", (cls,)):
@@ -51,10 +69,7 @@ def _check_backend_options(name: str, cls: Any, options: dict[str, Any]) -> None
             continue
         params = inspect.signature(init).parameters.values()
         known |= {p.name for p in params if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL) and p.name != "self"}
-    unknown = sorted(set(options) - known)
-    if unknown:
-        raise BackendError(f"backend {name} has no option {', '.join(unknown)} "
-                           f"(its options: {', '.join(sorted(known)) or 'none'})")
+    return known
 
 
 def make_selector(cfg: RunConfig, task: Task, rng: np.random.Generator) -> Selector:
