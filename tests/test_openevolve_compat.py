@@ -218,6 +218,12 @@ def test_request_defaults_unchanged_for_builtin_tasks():
 
     req = request_for(get_task("circle-packing-26"), "def solve(): return []")
     assert isinstance(req, EvalRequest) and req.env == () and req.scratch is False and req.program_suffix == ".py"
+    folder_task = get_task(str(EXAMPLE_DIR))
+    assert request_for(folder_task, "x").scratch is True
+    assert request_for(get_task(str(EXAMPLE_DIR), {"scratch": False}), "x").scratch is False
+
+
+EXAMPLE_DIR = Path(__file__).parent / "data" / "openevolve" / "function_minimization"
 
 
 def test_async_evaluate_and_evaluation_result_as_a_dict(pool, tmp_path):

@@ -210,7 +210,8 @@ def _scratch_copy(ev_path: str, workdir: str) -> str | None:
     src = os.path.dirname(ev_path)
     dst = os.path.join(workdir, os.path.basename(src) or "task")
     try:
-        shutil.copytree(src, dst, symlinks=True, ignore=shutil.ignore_patterns("__pycache__", ".git"))
+        shutil.copytree(src, dst, symlinks=True, copy_function=shutil.copy,  # mode kept (scripts), no times
+                        ignore=shutil.ignore_patterns("__pycache__", ".git"))
     except (OSError, shutil.Error) as exc:  # unreadable files: the evaluator still runs, in place
         print(f"evoforge: could not copy the evaluator folder {src} ({exc}); it stays read-only", file=sys.stderr)
         return None

@@ -41,7 +41,7 @@ else:  # pragma: no cover
 MANIFEST_KEYS = {
     "name", "description", "direction", "entry", "time_limit", "memory_mb", "initial_program",
     "evaluator", "object_kind", "initial_score", "best_human", "best_ai", "shaping",
-    "cascade_thresholds", "params", "env", "env_pass",
+    "cascade_thresholds", "params", "env", "env_pass", "scratch",
 }
 EVOLVE_START = "# EVOLVE-BLOCK-START"
 OE_MEMORY_MB = 4096  # OpenEvolve sets no memory limit; JAX/torch evaluators reserve GBs of address space
@@ -68,6 +68,7 @@ class TaskOverrides:
     artifacts: bool | None = None
     artifacts_in_prompt: bool | None = None
     max_artifact_bytes: int | None = None
+    scratch: bool | None = None  # False: the evaluator runs in its folder, read-only (saves a copy per evaluation)
 
     @classmethod
     def parse(cls, data: dict[str, Any] | None) -> "TaskOverrides":
@@ -84,7 +85,7 @@ class TaskOverrides:
             params["cascade"] = self.cascade
         if self.cascade_thresholds is not None:
             params["cascade_thresholds"] = _floats(self.cascade_thresholds, "cascade_thresholds", "task_options")
-        for key in ("program_suffix", "artifacts", "artifacts_in_prompt", "max_artifact_bytes"):
+        for key in ("program_suffix", "artifacts", "artifacts_in_prompt", "max_artifact_bytes", "scratch"):
             if getattr(self, key) is not None:
                 params[key] = getattr(self, key)
         env = {**params.get("env", {}), **resolve_env(self.env, self.env_pass, "task_options")}
@@ -164,6 +165,8 @@ def _load_evoforge(path: Path, manifest: Path) -> Task:
     env = resolve_env(m.get("env", {}), m.get("env_pass", []), where)
     if env:
         params["env"] = env
+    if "scratch" in m:
+        params["scratch"] = bool(m["scratch"])
     program_file = path / _string(m, "initial_program", where, "initial_program.py")
     if program_file.suffix != ".py":
         params["program_suffix"] = program_file.suffix
