@@ -38,6 +38,7 @@ def main() -> None:
     ap.add_argument("--generator-prompts", type=int, default=2)
     ap.add_argument("--generator-n", type=int, default=4)
     ap.add_argument("--max-tokens", type=int, default=1024, help="generator token limit")
+    ap.add_argument("--temperature", type=float, default=1.0)
     ap.add_argument("--heldout", type=int, default=2, help="held-out instances per seed environment")
     ap.add_argument("--workers", type=int, default=min(8, os.cpu_count() or 2))
     ap.add_argument("--run-dir", type=Path, default=Path("runs") / f"bench-envs-{time.strftime('%Y%m%d-%H%M%S')}")
@@ -67,7 +68,7 @@ def main() -> None:
 
         learner = make_learner(TrainConfig(estimator="grpo", model=args.model, lr=args.lr, device=args.device), backend)
     cfg = SynthConfig(steps=args.steps, generator_prompts=args.generator_prompts, generator_n=args.generator_n,
-                      max_tokens_generator=args.max_tokens, heldout_per_env=args.heldout)
+                      max_tokens_generator=args.max_tokens, heldout_per_env=args.heldout, temperature=args.temperature)
     args.run_dir.mkdir(parents=True, exist_ok=True)
     store = EnvStore(args.run_dir / "run.db")
     t0 = time.perf_counter()

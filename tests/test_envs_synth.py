@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evoforge.envs.admission import check_sources
 from evoforge.envs.candidates import DemoPolicy
 from evoforge.envs.novelty import LexicalEmbedder, NoveltyConfig, gamma, max_similarity, redundancy
 from evoforge.envs.pool import EnvPool, PoolEnv

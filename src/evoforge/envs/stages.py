@@ -45,7 +45,7 @@ class AdmissionStage(Stage):
     name = "envs_admission"
 
     def run(self, s: StepState) -> None:
-        ctx, cfg = self.engine, self.engine.cfg
+        ctx = self.engine
         _, responses = s.extra["generator"]
         flat = [(g, j, extract_code(r.text)) for g, row in enumerate(responses) for j, r in enumerate(row)]
         stored = ctx.store.candidates(s.k)

@@ -124,7 +124,10 @@ def run_synthesis(ctx: SynthContext) -> dict[str, Any]:
     ctx.store.set_meta("config", ctx.cfg.model_dump())
     ctx.pool = EnvPool(ctx.cfg.retire_after, ctx.cfg.rho_min)
     if ctx.embedder is None:
-        ctx.embedder = make_embedder(ctx.cfg.embedder)
+        # a resumed run keeps the embedder it started with: the pool's vectors are in its space
+        first = ctx.store.get_meta("embedder")
+        kind = {"lexical-3gram": "lexical", "all-MiniLM-L6-v2": "minilm"}.get(first, ctx.cfg.embedder)
+        ctx.embedder = make_embedder(kind)
     ctx.store.set_meta("embedder", ctx.embedder.name)
     stages = build_stages(ctx)
     for stage in stages:
