@@ -110,3 +110,53 @@ def _evaluated(run_dir: Path) -> int:
             db.close()
     except sqlite3.Error:
         return 0
+
+
+class _HostBreaks(Exception):
+    pass
+
+
+class _BreaksOnPoison:
+    """An executor that dies (as a host broken by a child would) whenever a batch holds the poison."""
+
+    def __init__(self, inner):
+        self.inner, self.broke = inner, 0
+
+    def run_iter(self, requests):
+        if any("POISON" in r.code for r in requests):
+            self.broke += 1
+            raise _HostBreaks
+        yield from self.inner.run_iter(requests)
+
+    def run_many(self, requests):
+        return [r for _, r in sorted(self.run_iter(requests), key=lambda x: x[0])]
+
+    def close(self):
+        pass
+
+
+def test_a_child_that_breaks_the_host_is_classified_not_retried_for_ever(tmp_path, pool):
+    """The issue: the stored response is evaluated again on every resume, so every resume died."""
+    import pytest
+
+    from evoforge.engine import Engine, build_config
+    from evoforge.llm.base import BACKENDS
+
+    from test_engine import diff, toy_task
+
+    responses = [diff("    x = 1.0", "    x = 2.0  # POISON"), diff("    x = 1.0", "    x = 3.0")]
+    cfg = build_config(task="toy", budget=4, batch_size=1, n=2, max_steps=1, selector="greedy")
+    executor = _BreaksOnPoison(pool)
+    for attempt in range(3):
+        with pytest.raises(_HostBreaks):
+            Engine(cfg, tmp_path, task=toy_task(), backend=BACKENDS.get("scripted")(responses=responses),
+                   executor=executor).run()
+    Engine(cfg, tmp_path, task=toy_task(), backend=BACKENDS.get("scripted")(responses=responses), executor=executor).run()
+    assert executor.broke == 3
+    db = sqlite3.connect(tmp_path / "run.db")
+    try:
+        rows = db.execute("SELECT child_class, feedback FROM children WHERE step = 1 ORDER BY resp").fetchall()
+    finally:
+        db.close()
+    assert rows[0][0] == "no_solution" and "not run again" in rows[0][1]
+    assert rows[1][0] == "evaluated"

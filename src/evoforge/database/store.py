@@ -203,6 +203,15 @@ class RunStore:
             out[key] = value
         return out
 
+    def started_evaluations(self, child_ids: list[int]) -> dict[int, int]:
+        """How many evaluations of each child were started (see begin_evaluations)."""
+        got: dict[int, int] = {}
+        for i in range(0, len(child_ids), 500):  # SQLite's bound-parameter limit
+            part = child_ids[i : i + 500]
+            q = f"SELECT child_id, n FROM attempts WHERE child_id IN ({','.join('?' * len(part))})"
+            got.update({int(c): int(n) for c, n in self.db.execute(q, part)})
+        return {c: got.get(c, 0) for c in child_ids}
+
     def begin_evaluations(self, child_ids: list[int]) -> dict[int, int]:
         """Count one more started evaluation for each child; returns how many had started before.
 

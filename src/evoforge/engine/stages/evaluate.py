@@ -121,19 +121,31 @@ class EvaluateStage(Stage):
     # -- the sandbox -----------------------------------------------------------------------
     def _evaluate_counted(self, to_eval: list[tuple[int, int, ChildRow, Candidate]]) -> Iterator[tuple[int, SandboxResult]]:
         """Evaluate, each start counted in the store: a child whose evaluation never came back
-        MAX_ATTEMPTS times (it took the host down, or kills hit it) is classified, not retried forever."""
+        MAX_ATTEMPTS times (it took the host down, or kills hit it) is classified, not retried forever.
+
+        A child whose earlier start ended without an outcome runs alone first, so one that takes
+        the host down takes only itself, not the siblings of its batch, to the limit.
+        """
         if not to_eval:
             return
-        before = self.engine.store.begin_evaluations([row.id for _, _, row, _ in to_eval])
-        run = [x for x, (_, _, row, _) in enumerate(to_eval) if before[row.id] < MAX_ATTEMPTS]
-        for x, (_, _, row, _) in enumerate(to_eval):
-            if before[row.id] >= MAX_ATTEMPTS:
-                log.warning("child %d: %d evaluations started without an outcome; classified, not retried",
-                            row.id, before[row.id])
-                yield x, SandboxResult(Status.CRASH, error=f"evaluating this program stopped the host {before[row.id]} "
+        store = self.engine.store
+        before = store.started_evaluations([row.id for _, _, row, _ in to_eval])
+        fresh = [x for x, (_, _, row, _) in enumerate(to_eval) if before[row.id] == 0]
+        for x, (_, _, row, cand) in enumerate(to_eval):
+            n = before[row.id]
+            if n == 0:
+                continue
+            if n >= MAX_ATTEMPTS:
+                log.warning("child %d: %d evaluations started without an outcome; classified, not retried", row.id, n)
+                yield x, SandboxResult(Status.CRASH, error=f"evaluating this program stopped the host {n} "
                                        "times without an outcome; it is not run again")
-        for k, res in self.evaluate([self.request(to_eval[x][3].code or "") for x in run]):
-            yield run[k], res
+                continue
+            store.begin_evaluations([row.id])
+            for _, res in self.evaluate([self.request(cand.code or "")]):
+                yield x, res
+        store.begin_evaluations([to_eval[x][2].id for x in fresh])
+        for k, res in self.evaluate([self.request(to_eval[x][3].code or "") for x in fresh]):
+            yield fresh[k], res
 
     def evaluate(self, requests: Sequence[EvalRequest]) -> Iterator[tuple[int, SandboxResult]]:
         """(index, result) as each finishes: each is stored at once (Executor.run_iter)."""
