@@ -123,17 +123,18 @@ class EvaluateStage(Stage):
         """Evaluate, each start counted in the store: a child whose evaluation never came back
         MAX_ATTEMPTS times (it took the host down, or kills hit it) is classified, not retried forever.
 
-        A child whose earlier start ended without an outcome runs alone first, so one that takes
-        the host down takes only itself, not the siblings of its batch, to the limit.
+        A child whose start ended without an outcome twice runs alone, so one that takes the host
+        down takes only itself, not the siblings of its batch, to the limit (after one such end,
+        e.g. a plain kill of the run, the batch runs in parallel again).
         """
         if not to_eval:
             return
         store = self.engine.store
         before = store.started_evaluations([row.id for _, _, row, _ in to_eval])
-        fresh = [x for x, (_, _, row, _) in enumerate(to_eval) if before[row.id] == 0]
+        fresh = [x for x, (_, _, row, _) in enumerate(to_eval) if before[row.id] <= 1]
         for x, (_, _, row, cand) in enumerate(to_eval):
             n = before[row.id]
-            if n == 0:
+            if n <= 1:
                 continue
             if n >= MAX_ATTEMPTS:
                 log.warning("child %d: %d evaluations started without an outcome; classified, not retried", row.id, n)
