@@ -45,12 +45,18 @@ class LearnStage(Stage):
         return {"step": self.saved}
 
     def load_state_dict(self, state: dict[str, Any] | None) -> None:
-        step = (state or {}).get("step")
-        if step is not None:
-            self._load(step)
+        if state is None:  # a run stored before this stage existed: its latest checkpoint, as then
+            have = self._checkpoints()
+            if have:
+                self._load(have[-1])
+        elif state.get("step") is not None:
+            self._load(state["step"])
 
     def replay(self, s: StepState) -> None:
-        self._load(s.k)  # the checkpoint saved with this step's commit
+        # the checkpoint saved with this step's commit; older ones are pruned (the last finished
+        # step's always exists), so a replay through several steps loads only what is there
+        if (self.root / f"step_{s.k}").is_dir():
+            self._load(s.k)
 
     # -- live --------------------------------------------------------------------------------
     def run(self, s: StepState) -> None:
