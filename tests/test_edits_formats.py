@@ -22,7 +22,7 @@ CP = (PROGRAMS / "circle_packing.py").read_text()
 
 
 # ---- a tiny GBNF interpreter: parse -> (regex, random generator) --------------------------------
-_TOKEN = re.compile(r'\s*(?:("(?:[^"\\]|\\.)*")|(\[(?:[^\]\\]|\\.)*\])|([A-Za-z][A-Za-z0-9-]*)|(\(|\)|\||\?|\*|\+))')
+_TOKEN = re.compile(r'\s*(?:("(?:[^"\\]|\\.)*")|(\[(?:[^\]\\]|\\.)*\])|([A-Za-z][A-Za-z0-9-]*)|(\(|\)|\||\?|\*|\+|\{\d+,\d+\}))')
 
 
 def _parse_rules(text: str) -> dict[str, list]:
@@ -67,7 +67,7 @@ class Gbnf:
                 node = ("cls", t)
             else:
                 node = ("ref", t)
-            while i[0] < len(toks) and toks[i[0]] in "?*+":
+            while i[0] < len(toks) and (toks[i[0]] in "?*+" or toks[i[0]].startswith("{")):
                 node = (toks[i[0]], node)
                 i[0] += 1
             seq.append(node)
@@ -109,7 +109,11 @@ class Gbnf:
             return rng.choice([c for c in "abc xyz0123456789+-*/().,:=<>`" if c not in banned])
         if kind == "ref":
             return self._gen(self.rules[node[1]], rng)
-        reps = {"?": rng.randint(0, 1), "*": rng.choice([0, 1, 2, 3]), "+": rng.choice([1, 2, 3])}[kind]
+        if kind.startswith("{"):
+            lo, hi = map(int, kind[1:-1].split(","))
+            reps = rng.randint(lo, min(hi, lo + 3))
+        else:
+            reps = {"?": rng.randint(0, 1), "*": rng.choice([0, 1, 2, 3]), "+": rng.choice([1, 2, 3])}[kind]
         return "".join(self._gen(node[1], rng) for _ in range(reps))
 
 
@@ -191,6 +195,13 @@ def test_diff_grammar_admits_exactly_unique_runs_of_the_block():
     assert not rx.fullmatch(resp("    n = 26\n    radii = np.ones(n)\n"))  # not consecutive
     assert not rx.fullmatch("Here is my edit:\n" + resp("    n = 26\n"))  # no prose
     assert rx.fullmatch(resp("    n = 26\n") * 2) and not rx.fullmatch(resp("    n = 26\n") * 4)
+    cp_lines = CP.splitlines(keepends=True)
+    start = cp_lines.index("    n = 26\n")
+    assert rx.fullmatch(resp("".join(cp_lines[start : start + 5])))  # the unique line and 4 more
+    assert not rx.fullmatch(resp("".join(cp_lines[start : start + 6])))  # a longer SEARCH is cut
+    many = "<<<<<<< SEARCH\n    n = 26\n=======\n" + "    x = 1\n" * 17 + ">>>>>>> REPLACE\n"
+    assert not rx.fullmatch(many) and rx.fullmatch(many.replace("    x = 1\n", "", 1))  # REPLACE <= 16 lines
+    assert not rx.fullmatch(resp("    n = 26\n").replace("    n = 27", "    n = " + "7" * 200))  # lines <= 200 chars
 
 
 def test_block_and_full_grammars():
