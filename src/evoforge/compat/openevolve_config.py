@@ -1,9 +1,9 @@
 """OpenEvolve's config.yaml -> evoforge: run keys, task settings, and the keys that mean nothing here.
 
 Schema read from OpenEvolve's openevolve/config.py (algorithmicsuperintelligence/openevolve at
-411fb59c886c18704caaffb611e17cf9e7d824d2). Every key is either mapped (``MAPPED`` documents
-where it goes; docs/MIGRATING.md has the same table) or listed once in ``ignored`` with a
-reason. Nothing is dropped silently.
+411fb59c886c18704caaffb611e17cf9e7d824d2). Every key is either mapped (docs/MIGRATING.md has
+the table of where each goes) or listed once in ``ignored`` with a reason. Nothing is dropped
+silently.
 
     mapped = map_openevolve(yaml_dict)
     mapped.run    # RunConfig fields (budget, backend, selector_options, ...)
@@ -55,28 +55,6 @@ _MODEL_KEYS = ("api_base", "api_key", "name", "weight", "temperature", "top_p", 
                "retry_delay", "random_seed", "reasoning_effort", "system_message", "provider", "init_client",
                "max_budget_usd", "manual_mode")
 
-# OpenEvolve key -> what it becomes (the MIGRATING.md table is written from this).
-MAPPED: dict[str, str] = {
-    "max_iterations": "budget = max_iterations + 1 (the initial program's evaluation counts)",
-    "random_seed": "seed",
-    "language / file_suffix": "the program file's extension handed to the evaluator",
-    "diff_based_evolution": "prompt.edit_mode: diff (true) or full (false)",
-    "llm.api_base": "backend openai, backend.base_url",
-    "llm.models / llm.primary_model": "backend.model: the model of highest weight (one model per run)",
-    "llm.temperature": "temperature", "llm.max_tokens": "max_tokens", "llm.top_p": "backend.options.extra_body.top_p",
-    "llm.timeout": "backend.options.timeout", "llm.retries": "backend.options.max_retries",
-    "llm.system_message / prompt.system_message": "the task description (the prompt's system part)",
-    "prompt.num_top_programs / num_diverse_programs": "prompt.show_inspirations (on when either is > 0)",
-    "prompt.include_artifacts / max_artifact_bytes": "artifacts in the next prompt, and their bound",
-    "database.population_size / archive_size / num_islands": "selector_options (map-elites)",
-    "database.feature_dimensions / feature_bins / migration_interval / migration_rate / exploration_ratio / "
-    "exploitation_ratio": "selector_options (map-elites)",
-    "evaluator.timeout": "the task's time limit per evaluation (OpenEvolve's default 300 s)",
-    "evaluator.memory_limit_mb": "the task's memory limit (MB of address space)",
-    "evaluator.cascade_evaluation / cascade_thresholds": "the evaluator's cascade, OpenEvolve's semantics",
-    "evaluator.parallel_evaluations": "workers",
-    "evaluator.enable_artifacts": "artifacts stored and shown (on by default)",
-}
 _DB_OPTIONS = ("population_size", "archive_size", "num_islands", "feature_dimensions", "feature_bins",
                "migration_interval", "migration_rate", "exploration_ratio", "exploitation_ratio")
 _TOP = {"max_iterations", "random_seed", "language", "file_suffix", "diff_based_evolution", "llm", "prompt",
