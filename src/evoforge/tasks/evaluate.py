@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import reprlib
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, Sequence
@@ -168,12 +169,18 @@ def _from_evaluator_dict(value: Any, base: dict[str, Any], task_name: str = "", 
     return Evaluation(Status.OK, score, "", metrics, None, **base)
 
 
+_SHORT = reprlib.Repr()
+_SHORT.maxlist = _SHORT.maxtuple = _SHORT.maxdict = _SHORT.maxset = 64
+_SHORT.maxstring = _SHORT.maxother = 2000
+_SHORT.maxlevel = 4
+
+
 def _artifacts(values: dict[str, Any]) -> dict[str, str]:
     """Text of each artifact, at most _ARTIFACTS_BYTES in all for one child (the rest cut, marked)."""
     out: dict[str, str] = {}
     room = _ARTIFACTS_BYTES
     for key, v in values.items():
-        text = v if isinstance(v, str) else repr(v)
+        text = v if isinstance(v, str) else _SHORT.repr(v)  # a list of 10^6 numbers: its head, not 20 MB
         if len(text) > room:
             text = text[:max(room, 0)] + f"\n... ({len(text) - max(room, 0)} characters cut)"
         out[str(key)[:200]] = text
