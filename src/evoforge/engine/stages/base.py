@@ -94,7 +94,7 @@ class Stage:
         pass
 
     def finish(self) -> None:
-        """The run ends (budget, limit, error): leave durable results (e.g. the final adapter)."""
+        """The run ended normally (budget, time or step limit): leave durable results (the final adapter)."""
 
 
 @dataclass

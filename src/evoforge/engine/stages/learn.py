@@ -8,12 +8,13 @@ Nothing trained is lost: after every update the learner is saved to
 ``checkpoints/step_K`` (written to a temporary directory, then renamed: a kill leaves either
 the whole checkpoint or none), before the step's commit. The last two are kept (a kill between
 the save and the commit resumes from the one before), and every ``checkpoint_every``-th for
-the user; at the end of a run ``adapter/`` holds the final one. Resume and replay load the
+the user; ``RUN/adapter`` always points at the latest (a symlink, replaced atomically). Resume and replay load the
 checkpoint of the step they reach, so the next generation already samples from it.
 """
 from __future__ import annotations
 
 import logging
+import os
 import re
 import shutil
 from pathlib import Path
@@ -69,15 +70,20 @@ class LearnStage(Stage):
         self._save(s.k)
 
     def finish(self) -> None:
-        """The final adapter in the run directory (a copy of the last checkpoint)."""
-        if self.saved is None or not (self.root / f"step_{self.saved}").is_dir():
-            return
+        if self.saved is not None:
+            self._point_final(self.saved)
+
+    def _point_final(self, k: int) -> None:
+        """RUN/adapter -> checkpoints/step_K, replaced atomically with every save: a finished,
+        stopped or killed run always shows its latest learner there."""
         final = self.engine.run_dir / FINAL
+        if final.is_dir() and not final.is_symlink():  # a copy left by an earlier version
+            shutil.rmtree(final)
         tmp = final.with_name(final.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        shutil.copytree(self.root / f"step_{self.saved}", tmp)
-        shutil.rmtree(final, ignore_errors=True)
-        tmp.rename(final)
+        if tmp.is_symlink() or tmp.exists():
+            tmp.unlink()
+        tmp.symlink_to(Path(self.root.name) / f"step_{k}", target_is_directory=True)
+        os.replace(tmp, final)
 
     def _load(self, want: int) -> None:
         if want == self.saved:
@@ -104,6 +110,7 @@ class LearnStage(Stage):
         shutil.rmtree(final, ignore_errors=True)  # a step redone after a kill between save and commit
         tmp.rename(final)
         previous, self.saved = self.saved, k
+        self._point_final(k)
         every = int(getattr(getattr(self.engine.learner, "cfg", None), "checkpoint_every", 0) or 0)
         for old in self._checkpoints():
             if old < k and old != previous and not (every and old % every == 0):
