@@ -154,6 +154,7 @@ def _archived_run_is_readable(run_dir: Path, mount: Path) -> None:
         subprocess.run(["umount", str(mount)], capture_output=True)
 
 
+@pytest.mark.slow  # ~10 s of real runs; the lock itself is covered above (python -m pytest -m slow tests/test_hardening_host.py)
 def test_sigterm_and_a_second_writer(tmp_path):
     run_dir = tmp_path / "r"
     proc = subprocess.Popen(CMD + ["run", "circle-packing-26", "--budget", "100000", "--run-dir", str(run_dir), "--quiet"],
