@@ -65,6 +65,15 @@ def test_a_run_directory_has_one_writer(tmp_path):
             RunLock(tmp_path).acquire()
     with RunLock(tmp_path):  # released on exit, and by the kernel when a holder dies
         pass
+    # `run` removes an empty run.db of a failed start, but never one a starting process holds
+    from evoforge.cli.run import UserError, _holds_a_run
+
+    RunStore(tmp_path / "run.db").close()
+    with RunLock(tmp_path):
+        with pytest.raises(UserError, match="pid"):
+            _holds_a_run(tmp_path)
+    assert (tmp_path / "run.db").exists()
+    assert _holds_a_run(tmp_path) is False and not (tmp_path / "run.db").exists()
 
 
 def test_terminal_escapes_are_made_visible():
