@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from pathlib import Path
 from typing import Any, Optional
@@ -79,12 +80,14 @@ def run(
         if max_tokens:
             data["max_tokens"] = max_tokens
         if adapter:
+            if (backend or (data.get("backend") or {}).get("name") or "builtin") != "hf":
+                raise UserError("--adapter loads a LoRA adapter into the hf backend: add --backend hf")
             data.setdefault("backend", {}).setdefault("options", {})["adapter"] = adapter
         cfg = build_config(data, task=task, backend=backend, base_url=base_url, model=model, budget=budget,
                            time_limit=time_limit, seed=seed, selector=selector, batch_size=batch_size, n=n,
                            workers=workers, env=env)
         directory = run_dir or Path("runs") / f"{prep.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
-        if (directory / RUN_DB).exists():
+        if _holds_a_run(directory):
             raise UserError(f"{directory} already holds a run; continue it with `evoforge resume {directory}`")
         _execute(cfg, directory, quiet)
 
@@ -102,8 +105,11 @@ def resume(
         store = _open_store(run_dir)
         saved = store.get_meta("config")
         store.close()
-        if saved is None:
-            raise UserError(f"{run_dir} has no finished start; run it again with `evoforge run`")
+        if saved is None:  # `run` accepts such a directory (see _holds_a_run): the advice does not loop
+            raise UserError(f"{run_dir} holds no started run (it stopped before its first evaluation); start it "
+                            f"with `evoforge run TASK --run-dir {run_dir}`")
+        if not os.access(run_dir, os.W_OK):
+            raise UserError(f"{run_dir} is read-only: `evoforge show` reads it; copy it elsewhere to resume it")
         saved["time_limit"] = None  # a limit counts from each start
         cfg = build_config(saved, budget=budget, time_limit=time_limit)
         _execute(cfg, run_dir, quiet)
@@ -131,25 +137,29 @@ def show(
         if as_json:
             print(json.dumps(info))
             return
+        from rich.markup import escape
+
+        from evoforge.cli.textsafe import terminal_safe  # programs and models wrote these texts
+
         out = Console()
         table = Table(show_header=False, box=None)
         for key in ("task", "best_score", "initial_score", "evaluated", "children", "steps", "batch"):
-            table.add_row(key, str(info.get(key)))
+            table.add_row(key, terminal_safe(info.get(key)))
         table.add_row("classes", ", ".join(f"{k} {v}" for k, v in sorted(info["classes"].items())))
         numbers = {k: v for k, v in info["best_metrics"].items() if isinstance(v, (int, float))}
         if numbers:
-            table.add_row("best metrics", "  ".join(f"{k}={v:.6g}" for k, v in numbers.items()))
+            table.add_row("best metrics", terminal_safe("  ".join(f"{k}={v:.6g}" for k, v in numbers.items())))
         out.print(table)
         for key, text in info["best_artifacts"].items():
-            out.rule(f"artifact {key} (best program)")
-            out.print(str(text)[-2000:], markup=False, highlight=False)
+            out.rule(escape(terminal_safe(f"artifact {key} (best program)")))
+            out.print(terminal_safe(str(text)[-2000:]), markup=False, highlight=False)
         curve = info["score_over_evaluations"]
         if curve:
             out.print("best score over evaluations: " + "  ".join(f"{e}:{s:.6g}" for e, s in curve[-8:]))
         best = Path(run_dir) / BEST_PROGRAM
         if best.is_file():
             out.rule(f"best program ({best})")
-            out.print(best.read_text(), markup=False, highlight=False)
+            out.print(terminal_safe(best.read_text(errors="replace")), markup=False, highlight=False)
 
 
 def config() -> None:
@@ -164,27 +174,84 @@ class UserError(Exception):
 
 
 def _open_store(run_dir: Path) -> Any:
+    """Read-only: `show` reads an archived (read-only) run; nothing here writes."""
     from evoforge.database.store import RunStore
 
     if not (Path(run_dir) / RUN_DB).is_file():
         raise UserError(f"{run_dir} is not a run directory (no {RUN_DB})")
-    return RunStore(Path(run_dir) / RUN_DB)
+    return RunStore(Path(run_dir) / RUN_DB, readonly=True)
+
+
+def _holds_a_run(directory: Path) -> bool:
+    """A run.db with a started run (its config stored); an empty one from a failed start is removed."""
+    db = Path(directory) / RUN_DB
+    if not db.is_file():
+        return False
+    store = _open_store(directory)
+    try:
+        if store.get_meta("config") is not None:
+            return True
+    finally:
+        store.close()
+    from evoforge.database.runlock import RunLock, RunLocked
+
+    try:
+        with RunLock(directory):  # not while another process is starting this very run
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{db}{suffix}").unlink(missing_ok=True)
+    except RunLocked as exc:
+        raise UserError(str(exc)) from None
+    return False
 
 
 def _execute(cfg: Any, run_dir: Path, quiet: bool) -> None:
+    import errno
+    import shutil
+    import signal
+    import sqlite3
+
+    from evoforge.database.runlock import RunLock, RunLocked
     from evoforge.engine import Engine
 
     logging.basicConfig(level=logging.INFO, format="%(message)s", handlers=[_log_handler()])
     display = _Display(cfg.budget, quiet)
-    engine = Engine(cfg, run_dir, on_step=display.update)
-    console.print(f"evoforge: task [bold]{engine.task.name}[/] ({engine.task.direction.value}), backend "
-                  f"{engine.backend.name}, selector {engine.selector.name}, B={engine.batch_size} x n={engine.n} "
+    created = not Path(run_dir).exists()
+    Path(run_dir).mkdir(parents=True, exist_ok=True)
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM stops a run as cleanly as Ctrl-C
+    try:
+        with RunLock(run_dir):  # a second run/resume of this directory gets one line naming the holder
+            try:
+                engine = Engine(cfg, run_dir, on_step=display.update)
+            except BaseException:
+                if created:  # a failed start (bad task, backend, options) leaves no run directory behind
+                    shutil.rmtree(run_dir, ignore_errors=True)
+                raise
+            console.print(f"evoforge: task [bold]{engine.task.name}[/] ({engine.task.direction.value}), backend "
+                          f"{engine.backend.name}, selector {engine.selector.name}, B={engine.batch_size} x n={engine.n} "
                           f"({engine.pipeline_mode}), "
-                  f"budget {cfg.budget} evaluations, run dir {run_dir}")
-    with display:
-        result = engine.run()
+                          f"budget {cfg.budget} evaluations, run dir {run_dir}")
+            with display:
+                result = engine.run()
+    except RunLocked as exc:
+        raise UserError(str(exc)) from None
+    except (sqlite3.OperationalError, OSError) as exc:
+        text = str(exc).lower()
+        if isinstance(exc, OSError) and exc.errno == errno.EROFS or "readonly" in text:
+            raise UserError(f"{run_dir} is read-only ({exc}): `evoforge show` reads it; copy it elsewhere to "
+                            "resume it") from None
+        if (isinstance(exc, OSError) and exc.errno not in (errno.ENOSPC, errno.EDQUOT)) or (
+                isinstance(exc, sqlite3.OperationalError) and "full" not in text and "disk" not in text):
+            raise
+        raise UserError(f"the run directory could not be written ({exc}); what is stored is intact: free some "
+                        f"disk space, then `evoforge resume {run_dir}`") from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)  # in-process callers (tests) get their handler back
     console.print(f"done: best {result['best_score']} (initial {result['initial_score']}) after "
                   f"{result['evaluated']} evaluations; see " + _outputs_line(run_dir))
+
+
+def _interrupt(*_: Any) -> None:
+    raise KeyboardInterrupt  # user_errors prints the resume line, the engine's cleanup runs as for Ctrl-C
 
 
 def _outputs_line(run_dir: Path) -> str:
