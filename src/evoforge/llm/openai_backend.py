@@ -216,7 +216,7 @@ class OpenAIBackend(Backend):
         root = self.base_url.split(" | ")[0].rstrip("/")  # several servers: the first tells for all
         root = root[: -len("/v1")] if root.endswith("/v1") else root
         try:  # llama.cpp's own endpoint: the per-slot context
-            r = await client.get(root + "/props", timeout=5.0)
+            r = await asyncio.wait_for(self._send(client, "GET", root + "/props", None), 5.0)  # capped too
             n_ctx = n_ctx_from_props(r.json()) if r.status_code == 200 else None
             if n_ctx:
                 info.kind, info.n_ctx = "llama.cpp", n_ctx
@@ -292,6 +292,21 @@ class OpenAIBackend(Backend):
             latency = time.perf_counter() - t0
         return self._finish(_responses(data, n, latency))
 
+    async def _send(self, client: Any, method: str, url: str, body: dict[str, Any] | None) -> Any:
+        """The response, its body read (decoded) up to max_response_bytes: a server cannot fill our memory."""
+        import httpx
+
+        async with client.stream(method, url, json=body) as r:
+            chunks, size = [], 0
+            async for chunk in r.aiter_bytes():
+                size += len(chunk)
+                if size > self.max_response_bytes:
+                    raise _Failure(f"response body over max_response_bytes ({self.max_response_bytes}); not read further")
+                chunks.append(chunk)
+            skip = ("content-encoding", "content-length", "transfer-encoding")  # the body is decoded already
+            headers = [(k, v) for k, v in r.headers.items() if k.lower() not in skip]
+            return httpx.Response(r.status_code, headers=headers, content=b"".join(chunks), request=r.request)
+
     async def _request(self, client: Any, method: str, path: str, body: dict[str, Any] | None) -> dict[str, Any]:
         import httpx
 
@@ -300,7 +315,7 @@ class OpenAIBackend(Backend):
         for attempt in range(self.max_retries + 1):
             retry_after = 0.0
             try:
-                r = await client.request(method, url, json=body)
+                r = await self._send(client, method, url, body)
                 if r.status_code == 200:
                     try:
                         return r.json()
