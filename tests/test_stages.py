@@ -179,3 +179,20 @@ def test_cli_names_the_selector_that_runs_and_show_reads_the_stored_shape(tmp_pa
     assert "B=3 x n=2 (lockstep)" in res.stderr
     info = json.loads(_run(["show", str(run_dir), "--json"]).stdout)
     assert info["batch"] == "3 x 2, lockstep"
+
+
+def test_a_schema_1_run_store_resumes(tmp_path, pool):
+    """A run stored before stages (snapshot = the selector's state alone, no version, no steps.info)."""
+    cfg = build_config(task="circle-packing-26", budget=40, seed=4, batch_size=3, n=2, picture_interval=1e9)
+    Engine(cfg, tmp_path / "ref", executor=pool).run()
+    with pytest.raises(_Killed):
+        Engine(cfg, tmp_path / "old", executor=_DiesInLastEvaluation(pool, die_on=3)).run()
+    db = sqlite3.connect(tmp_path / "old" / "run.db")
+    step, payload = db.execute("SELECT step, selector_state FROM snapshot").fetchone()
+    db.execute("UPDATE snapshot SET selector_state = ?", (json.dumps(json.loads(payload)["stages"]["select"]["selector"]),))
+    db.execute("DELETE FROM meta WHERE key = 'schema_version'")
+    db.execute("ALTER TABLE steps DROP COLUMN info")
+    db.commit()
+    db.close()
+    Engine(cfg, tmp_path / "old", executor=pool).run()
+    assert _children(tmp_path / "old") == _children(tmp_path / "ref")

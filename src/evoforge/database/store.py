@@ -368,8 +368,11 @@ class RunStore:
         row = self.db.execute("SELECT step, selector_state FROM snapshot WHERE id = 0").fetchone()
         if row is None:
             return None
-        state = json.loads(row[1])
-        return int(row[0]), state["stages"] if "stages" in state else {"select": {"selector": state}}
+        step, state = int(row[0]), json.loads(row[1])
+        if "stages" in state:
+            return step, state["stages"]
+        legacy = self.step_row(step)  # schema 1: the rng state lived in the steps row only
+        return step, {"select": {"selector": state, "rng": legacy["rng_state"] if legacy else None}}
 
     def recent_evaluations(self, last: int) -> list[int]:
         """The run's evaluation count after each of the last ``last`` finished steps, oldest first."""
