@@ -1,13 +1,15 @@
-"""The run store: one SQLite file (WAL) holding every child, every step and the selector state.
+"""The run store: one SQLite file (WAL) holding every child, every step and the stages' state.
 
 Crash safety: responses are written as soon as the backend returns them, each evaluation as
 soon as it finishes, and a step's end (its figures and the rng state) in one transaction. A run
 killed at any instant resumes from the last finished step, reusing the stored responses and
 evaluations of the unfinished one, so no evaluated program is lost or duplicated.
 
-The selector's state is O(population) (3.8 MB of JSON for map-elites at 100 000 programs), so
-it is not written at every step: one snapshot row is replaced now and then, and a resume
-replays the finished steps after it from the stored children (see ``engine/resume.py``).
+The stages' state (the selector's is O(population): 3.8 MB of JSON for map-elites at 100 000
+programs) is not written at every step: one snapshot row is replaced now and then, and a resume
+replays the finished steps after it from what the stages stored (``Engine._resume``). Stages add
+their own tables (``ensure_tables``); ``SCHEMA_VERSION`` is recorded in ``meta``, and
+``readonly=True`` opens a live run for reading.
 """
 from __future__ import annotations
 
