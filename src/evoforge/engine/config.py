@@ -100,11 +100,27 @@ PAPER_BATCH = (32, 16)  # ThetaEvolve: B parents x n responses per step
 
 
 def resolve_batch(cfg: RunConfig, backend_pref: tuple[int, int] | None = None) -> tuple[int, int]:
-    """The run's batch shape B x n: the one place it is decided (issue #13 may size it from the
-    budget). The config's values, else the backend's preference (builtin 8 x 4, hf 2 x 4 on a
-    CPU), else ThetaEvolve's 32 x 16. The last step of a run is clipped to the budget by the loop."""
-    b_pref, n_pref = backend_pref or PAPER_BATCH
-    return cfg.batch_size or b_pref, cfg.n or n_pref
+    """The run's batch shape B x n: the one place it is decided. The config's values; what is
+    unset comes from the backend's preference (builtin 8 x 4, hf 2 x 4 on a CPU, else
+    ThetaEvolve's 32 x 16) shrunk to fit the budget (selectors/sizing.py: at least ~250 steps,
+    issue #13). The last step of a run is clipped to the budget by the loop."""
+    from evoforge.selectors.sizing import plan_for_budget
+
+    plan = plan_for_budget(cfg.budget, cfg.selector, {}, backend_pref or PAPER_BATCH, cfg.workers,
+                           cfg.batch_size, cfg.n)
+    return plan.batch_size, plan.n
+
+
+def resolve_search(cfg: RunConfig, backend_pref: tuple[int, int] | None = None) -> RunConfig:
+    """The config with what the budget decides filled in: B, n and, for map-elites without a
+    size, the database's sizes (selectors/sizing.py). The engine stores this one, so a resume
+    with a raised budget keeps the run's shape and database."""
+    from evoforge.selectors.sizing import selector_options_for_budget
+
+    b, n = resolve_batch(cfg, backend_pref)
+    selector = "best-of-n" if cfg.env == "static" else cfg.selector
+    options = selector_options_for_budget(selector, cfg.selector_options, cfg.budget)
+    return cfg.model_copy(update={"batch_size": b, "n": n, "selector_options": options})
 
 
 def resolve_pipeline(cfg: RunConfig, backend_name: str) -> str:
