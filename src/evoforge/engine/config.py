@@ -7,6 +7,8 @@ from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from evoforge.memory.config import MemoryConfig
+
 
 class ConfigError(ValueError):
     """A config the user wrote is wrong; the message is one readable line per problem."""
@@ -72,6 +74,7 @@ class RunConfig(BaseModel):
     eval_timeout: Optional[float] = Field(None, gt=0, le=7 * 86400, description="seconds per evaluation (default: the task's)")
     prompt: PromptConfig = Field(default_factory=PromptConfig)
     train: Optional[dict[str, Any]] = Field(None, description="test-time RL (evoforge.rl.TrainConfig fields)")
+    memory: MemoryConfig = Field(default_factory=MemoryConfig, description="PACEvolve's idea memory (--memory)")
     picture_interval: float = Field(10.0, ge=0, description="least seconds between picture refreshes (also >= 20x their cost)")
     snapshot_interval: float = Field(
         10.0, ge=0, description="least seconds between selector snapshots (also >= 50x a snapshot's cost); "
@@ -86,6 +89,9 @@ class RunConfig(BaseModel):
     def _check(self) -> "RunConfig":
         if self.env == "static" and self.selector not in ("map-elites", "best-of-n"):
             raise ValueError("env 'static' always prompts from the initial program; leave selector unset")
+        if self.memory.enabled and self.backend.name == "builtin":
+            raise ValueError("--memory needs a language model backend (openai, hf, llamacpp, ...): the builtin "
+                             "mutation operator has no language to propose or judge ideas with")
         if self.train is not None:  # checked here, before a model is loaded for nothing
             from evoforge.rl import RLError, train_config
 
