@@ -60,8 +60,9 @@ class PromptStage(Stage):
 
     def run(self, s: StepState) -> None:
         # s.extra["prompt_context"]: one text per pick from an earlier front stage (the idea memory)
-        contexts = s.extra.get("prompt_context") or [""] * len(s.picks)
-        s.prompts = [self.engine.prompts.build(p, context=c) for p, c in zip(s.picks, contexts)]
+        contexts = s.extra.get("prompt_context")
+        build = self.engine.prompts.build
+        s.prompts = [build(p, context=c) for p, c in zip(s.picks, contexts)] if contexts else [build(p) for p in s.picks]
 
 
 class GenerateStage(Stage):
