@@ -19,6 +19,7 @@ _MAX_INT_BITS = 4096  # ~1233 digits: printed at once; larger ints become their 
 _MAX_ITEMS = 100_000  # list items / dict keys kept while cleaning a value
 METRIC_INT_BITS = 63  # a metric is a number the host computes with: wider ints become floats
 _MAX_NODES = 1_000_000  # values visited in all: a shared sub-list cannot make the copy explode
+_EXACT_NODES = 50_000_000  # ... for objects and snapshots (a 64 MB result has fewer values than this)
 
 
 @dataclass(frozen=True)
@@ -78,8 +79,8 @@ def number(value: Any) -> float | None:
     return None if math.isnan(f) else f  # SQLite stores NaN as NULL anyway: say so explicitly
 
 
-def clean(value: Any, depth: int = 0, string_cap: int = 1 << 16, _budget: list[int] | None = None,
-          int_bits: int = _MAX_INT_BITS) -> Any:
+def clean(value: Any, depth: int = 0, string_cap: int | None = 1 << 16, _budget: list[int] | None = None,
+          int_bits: int = _MAX_INT_BITS, max_depth: int = _MAX_DEPTH) -> Any:
     """A JSON-encodable copy of `value`: plain types only, no cycles, bounded depth, width and size.
 
     Ints wider than `int_bits` become floats (inf beyond float range).
@@ -96,7 +97,7 @@ def clean(value: Any, depth: int = 0, string_cap: int = 1 << 16, _budget: list[i
         return int(value)
     if isinstance(value, str):
         return text(value, string_cap)
-    if depth >= _MAX_DEPTH:
+    if depth >= max_depth:
         return "<nested too deep>"
     if isinstance(value, dict):
         out: dict[str, Any] = {}
@@ -105,28 +106,39 @@ def clean(value: Any, depth: int = 0, string_cap: int = 1 << 16, _budget: list[i
                 out["_evoforge_cut"] = len(value) - i
                 break
             key = k if isinstance(k, str) else _safe_str(k)
-            out[text(key, 256) or ""] = clean(v, depth + 1, string_cap, budget, int_bits)
+            out[text(key, 256) or ""] = clean(v, depth + 1, string_cap, budget, int_bits, max_depth)
         return out
     if isinstance(value, (list, tuple)):
-        items = [clean(v, depth + 1, string_cap, budget, int_bits) for v in value[:_MAX_ITEMS]]
+        items = [clean(v, depth + 1, string_cap, budget, int_bits, max_depth) for v in value[:_MAX_ITEMS]]
         if len(value) > _MAX_ITEMS:
             items.append(f"<{len(value) - _MAX_ITEMS} more items cut>")
         return items
     tolist = getattr(value, "tolist", None)  # numpy arrays and scalars
     if callable(tolist) and type(value).__module__.startswith("numpy"):
         try:
-            return clean(tolist(), depth + 1, string_cap, budget, int_bits)
+            return clean(tolist(), depth + 1, string_cap, budget, int_bits, max_depth)
         except Exception:
             pass
     return text(_safe_str(value), 256)
 
 
-def dumps(value: Any, cap: int | None = None, int_bits: int = _MAX_INT_BITS) -> str:
+def dumps(value: Any, cap: int | None = None, int_bits: int = _MAX_INT_BITS, exact: bool = True) -> str:
     """JSON text of `value` (NaN/inf allowed) that never raises; over `cap` bytes a marked stand-in.
 
-    A dict over the cap keeps its numeric entries (what scores are made of) while they fit.
+    exact (snapshots, objects, meta): plain json.dumps first, at C speed and keeping the value as
+    it is; clean() only when that raises (an int too large to print, an odd type, a cycle).
+    Otherwise (metrics) always through clean(), so wide ints become floats. A dict over the cap
+    keeps its numeric entries (what scores are made of) while they fit.
     """
-    data = json.dumps(clean(value, int_bits=int_bits), allow_nan=True, separators=(",", ":"))
+    data = None
+    if exact:
+        try:
+            data = json.dumps(value, allow_nan=True, separators=(",", ":"), default=_numpy_default)
+        except (TypeError, ValueError, RecursionError, OverflowError):
+            pass  # lone surrogates need no fallback: json escapes them (ensure_ascii)
+    if data is None:
+        wide = {"string_cap": None, "max_depth": 200, "_budget": [_EXACT_NODES]} if exact else {}
+        data = json.dumps(clean(value, int_bits=int_bits, **wide), allow_nan=True, separators=(",", ":"))
     if cap is None or len(data) <= cap:
         return data
     stand_in: dict[str, Any] = {"_evoforge_cut": f"{len(data)} bytes of JSON over the {cap}-byte cap"}
@@ -142,11 +154,18 @@ def dumps(value: Any, cap: int | None = None, int_bits: int = _MAX_INT_BITS) -> 
     return json.dumps(stand_in, allow_nan=True, separators=(",", ":"))
 
 
+def _numpy_default(o: Any) -> Any:
+    tolist = getattr(o, "tolist", None)
+    if callable(tolist) and type(o).__module__.startswith("numpy"):
+        return tolist()
+    raise TypeError(type(o).__name__)
+
+
 def bound_metrics(metrics: Any, cap: int = DEFAULT_LIMITS.metrics_bytes) -> dict[str, Any]:
     """The metrics dict the host keeps in memory and in run.db (same cut as `dumps`)."""
     if not isinstance(metrics, dict):
         return {}
-    out = json.loads(dumps(metrics, cap, METRIC_INT_BITS))
+    out = json.loads(dumps(metrics, cap, METRIC_INT_BITS, exact=False))
     return out if isinstance(out, dict) else {}
 
 

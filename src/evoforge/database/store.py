@@ -193,7 +193,7 @@ class RunStore:
         lim, out = self.limits, {}
         for key, value in fields.items():
             if key == "metrics":
-                value = sanitize.dumps(value, lim.metrics_bytes, sanitize.METRIC_INT_BITS)
+                value = sanitize.dumps(value, lim.metrics_bytes, sanitize.METRIC_INT_BITS, exact=False)
             elif key in ("score", "fitness", "reward", "wall_time"):
                 value = sanitize.number(value)
             elif key == "feedback":
