@@ -19,7 +19,7 @@ from evoforge.envs.rewards import generator_reward, q_unc, role_advantages
 from evoforge.envs.store import EnvStore
 from evoforge.envs.synth import SynthConfig, SynthContext, run_synthesis
 
-CFG = dict(steps=2, retire_after=1, heldout_per_env=1, check_timeout=10.0, embedder="lexical")
+CFG = dict(steps=2, retire_after=1, heldout_per_env=1, check_timeout=30.0, embedder="lexical")
 
 
 class Killed(Exception):

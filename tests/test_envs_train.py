@@ -32,7 +32,7 @@ CHUNKS = [PARITY, CANDIDATES["syntax"][0], CANDIDATES["answer_leaked"][0]]
 ROLE_TOKENS = {"generator": CHUNKS, "reviewer": ["ACCEPT"], "solver": ["0", "1"]}
 WORDS = ["[generator]", "[reviewer]", "[solver]", "block.", "why.", "answer.", "ACCEPT", "REJECT", "0", "1", "2"]
 CFG = dict(steps=2, generator_prompts=2, generator_n=4, shots=1, k_rev=1, m=8, solver_envs=2, solver_n=4,
-           heldout_per_env=0, max_tokens_generator=2, max_tokens_review=2, max_tokens_solver=2, check_timeout=10.0,
+           heldout_per_env=0, max_tokens_generator=2, max_tokens_review=2, max_tokens_solver=2, check_timeout=30.0,
            embedder="lexical")
 
 

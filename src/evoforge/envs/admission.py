@@ -33,7 +33,7 @@ class CheckConfig:
     def plan(self) -> dict[str, Any]:
         return {"seeds": list(self.seeds), "call_timeout": self.call_timeout, "max_prompt_chars": self.max_prompt_chars,
                 "constants": list(self.constants), "garbage": list(self.garbage),
-                "cross_timeout": max(5.0, self.timeout / 2)}
+                "cross_timeout": max(10.0, 0.75 * self.timeout)}  # an interpreter start on a loaded machine
 
 
 @dataclass
