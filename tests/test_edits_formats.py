@@ -199,8 +199,10 @@ def test_diff_grammar_admits_exactly_unique_runs_of_the_block():
     start = cp_lines.index("    n = 26\n")
     assert rx.fullmatch(resp("".join(cp_lines[start : start + 5])))  # the unique line and 4 more
     assert not rx.fullmatch(resp("".join(cp_lines[start : start + 6])))  # a longer SEARCH is cut
-    many = "<<<<<<< SEARCH\n    n = 26\n=======\n" + "    x = 1\n" * 17 + ">>>>>>> REPLACE\n"
-    assert not rx.fullmatch(many) and rx.fullmatch(many.replace("    x = 1\n", "", 1))  # REPLACE <= 16 lines
+    # REPLACE: at most the longest SEARCH from its start (1 + 4 lines here) plus 4 lines
+    many = "<<<<<<< SEARCH\n    n = 26\n=======\n" + "    x = 1\n" * 10 + ">>>>>>> REPLACE\n"
+    assert not rx.fullmatch(many) and rx.fullmatch(many.replace("    x = 1\n", "", 1))
+    assert not rx.fullmatch(resp("    n = 26\n").replace("    n = 27", "# EVOLVE-BLOCK-END"))  # no markers
     assert not rx.fullmatch(resp("    n = 26\n").replace("    n = 27", "    n = " + "7" * 200))  # lines <= 200 chars
 
 

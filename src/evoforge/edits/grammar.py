@@ -7,7 +7,8 @@ grammars here are built per parent program:
 * ``diff``: one to three SEARCH/REPLACE blocks whose SEARCH text can only be a run of
   consecutive lines of the parent's EVOLVE-BLOCK that occurs exactly once in the program (its
   shortest unique run plus at most MAX_EXTRA_LINES), so the SEARCH is always found, unambiguous
-  and inside the block; REPLACE is free text (no line starting with a marker or a fence).
+  and inside the block; REPLACE is free text (no line starting with a marker, a fence or a
+  column-0 "#": the EVOLVE-BLOCK markers), at most REPLACE_SLACK lines longer than the SEARCH.
 * ``block``: one fenced block (the new EVOLVE-BLOCK body) that starts with the body's first line
   (the model cannot drop the function it defines); the rest is free text.
 * ``full``: one fenced program.
@@ -27,6 +28,7 @@ from evoforge.edits.diff import evolve_regions
 MAX_SEARCH_LINES = 400  # a longer EVOLVE-BLOCK still works; runs start only in its first lines
 MAX_EXTRA_LINES = 4  # lines a SEARCH may add after its shortest unique run
 MAX_REPLACE_LINES = 16  # lines of one REPLACE section
+REPLACE_SLACK = 4  # lines a REPLACE may have beyond the longest SEARCH that starts where it does
 MAX_LINE_CHARS = 200  # characters of one new line
 
 
@@ -53,9 +55,10 @@ def gbnf_literal(text: str) -> str:
 
 
 def _free_lines(max_lines: int) -> str:
-    # A line of the new code: anything but a line that starts with a marker or a fence.
+    # A line of the new code: anything but a line that starts with an edit marker, a fence or "#"
+    # (the EVOLVE-BLOCK markers sit in column 0; a small model copies them into its edit).
     return (f"rlines ::= rline{{0,{max_lines}}}\n"
-            f'rline ::= ([^<=>`\\n] [^\\n]{{0,{MAX_LINE_CHARS - 1}}})? "\\n"\n')
+            f'rline ::= ([^<=>`#\\n] [^\\n]{{0,{MAX_LINE_CHARS - 1}}})? "\\n"\n')
 
 
 def grammar_for(mode: str, parent_code: str, evolve_blocks: bool = True) -> str:
@@ -92,13 +95,15 @@ def diff_grammar(parent_code: str, evolve_blocks: bool = True) -> str:
             for lit in reversed(extra):
                 tail = f"({lit}{tail})?" if not tail else f"({lit} {tail})?"
             rules.append(f"s{r}x{i} ::= {mandatory}" + (f" {tail}" if tail else ""))
-            starts.append(f"s{r}x{i}")
+            # its REPLACE: at most as long as the longest SEARCH from here plus REPLACE_SLACK lines
+            k = min(MAX_REPLACE_LINES, u + 1 - i + len(extra) + REPLACE_SLACK)
+            starts.append(f's{r}x{i} "=======\\n" rline{{0,{k}}}')
     if not starts:
         raise ValueError("no line of the program can start a unique SEARCH text")
     head = [
         "root ::= block (block block?)?",
-        'block ::= "<<<<<<< SEARCH\\n" search "=======\\n" rlines ">>>>>>> REPLACE\\n"',
-        "search ::= " + " | ".join(starts),
+        'block ::= "<<<<<<< SEARCH\\n" edit ">>>>>>> REPLACE\\n"',
+        "edit ::= " + " | ".join(f"({s})" for s in starts),
     ]
     return "\n".join(head + rules) + "\n" + _free_lines(MAX_REPLACE_LINES)
 
