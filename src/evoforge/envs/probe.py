@@ -228,8 +228,13 @@ def _score(env, instance, text):
     ok, value = _call(env.score, instance, text)
     if not ok:
         return "score " + value
-    if isinstance(value, bool) or (isinstance(value, (int, float)) and value == value):
-        return float(value)
+    if not isinstance(value, (str, bytes)) and hasattr(value, "__float__"):  # numpy scalars too
+        try:
+            number = float(value)
+        except Exception:
+            number = float("nan")
+        if number == number:
+            return number
     return f"score returned a {type(value).__name__}"
 
 
@@ -282,6 +287,8 @@ def _judge(env, cases):
     for c in cases:
         where = f"generate({c['seed']}, {c['difficulty']})"
         ref = _score(env, c["instance"], c["text"])
+        if isinstance(ref, str):
+            raise _Fail(4, f"L5 scoring: {ref} on the reference answer {c['text'][:60]!r} of {where}")
         if ref != 1.0:
             raise _Fail(4, f"L5 scoring: the reference answer {c['text'][:60]!r} of {where} scores {ref} (must be 1)")
         others = [o["text"] for o in cases if o["difficulty"] == c["difficulty"] and o["text"] != c["text"]]
