@@ -18,8 +18,7 @@ _MAX_DEPTH = 24
 _MAX_INT_BITS = 4096  # ~1233 digits: printed at once; larger ints become their float (or inf)
 _MAX_ITEMS = 100_000  # list items / dict keys kept while cleaning a value
 METRIC_INT_BITS = 63  # a metric is a number the host computes with: wider ints become floats
-_MAX_NODES = 1_000_000  # values visited in all: a shared sub-list cannot make the copy explode
-_EXACT_NODES = 50_000_000  # ... for objects and snapshots (a 64 MB result has fewer values than this)
+_MAX_NODES = 250_000  # values visited in all by clean(): a shared sub-list cannot make the copy explode
 
 
 @dataclass(frozen=True)
@@ -137,7 +136,7 @@ def dumps(value: Any, cap: int | None = None, int_bits: int = _MAX_INT_BITS, exa
         except (TypeError, ValueError, RecursionError, OverflowError):
             pass  # lone surrogates need no fallback: json escapes them (ensure_ascii)
     if data is None:
-        wide = {"string_cap": None, "max_depth": 200, "_budget": [_EXACT_NODES]} if exact else {}
+        wide = {"string_cap": None, "max_depth": 200} if exact else {}  # exact values rarely get here
         data = json.dumps(clean(value, int_bits=int_bits, **wide), allow_nan=True, separators=(",", ":"))
     if cap is None or len(data) <= cap:
         return data
