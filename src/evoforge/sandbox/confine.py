@@ -3,7 +3,7 @@
 * IPC namespace: SysV shared memory, semaphores and message queues (and POSIX message queues)
   a program creates live in a namespace of its own, destroyed with its last process. Nothing
   outlives the evaluation or is visible to the next one.
-* seccomp filter (once, in the template every child is forked from): no UNIX-domain sockets
+* seccomp filter (once per worker, in the zygote; the template and every child inherit it): no UNIX-domain sockets
   (pathname sockets are not covered by the network namespace: a program could reach a
   database, a model server or D-Bus), no io_uring (it would bypass the filter), no kernel
   keyrings (keys outlive a process and are shared by every process of a uid), native
@@ -110,6 +110,7 @@ class MemoryCgroup:
     @classmethod
     def create(cls, name: str) -> "MemoryCgroup":
         base, v2 = _own_memory_cgroup()
+        _remove_stale(base, name.rsplit("-", 1)[0] + "-")
         path = base / name
         try:
             path.mkdir(exist_ok=True)
@@ -175,6 +176,20 @@ class MemoryCgroup:
             os.rmdir(self.path)
         except OSError:
             pass
+
+
+def _remove_stale(base: Path, prefix: str) -> None:
+    """Empty cgroups of workers that died without cleaning up (named prefix + pid; pid gone)."""
+    try:
+        for entry in base.iterdir():
+            pid = entry.name[len(prefix):]
+            if entry.name.startswith(prefix) and pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+                try:
+                    os.rmdir(entry)
+                except OSError:
+                    pass  # not empty (something still runs there) or not ours to remove
+    except OSError:
+        pass
 
 
 def _own_memory_cgroup() -> tuple[Path, bool]:
