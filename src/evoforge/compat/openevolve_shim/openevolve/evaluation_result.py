@@ -1,4 +1,4 @@
-"""OpenEvolve's EvaluationResult (openevolve/evaluation_result.py), same fields and methods.
+"""OpenEvolve's EvaluationResult (openevolve/evaluation_result.py, Apache-2.0), same fields and methods.
 
 Kept to the same public surface so an evaluator written for OpenEvolve runs unchanged:
 ``EvaluationResult(metrics, artifacts)``, ``from_dict``, ``to_dict``, ``has_artifacts``,
