@@ -157,3 +157,13 @@ def test_the_hardening_can_be_switched_off_and_says_so():
     with SandboxPool(workers=1, harden=False) as p:
         assert p.features["ipc"] == p.features["seccomp"] == p.features["memory_cgroup"] == "off"
         assert run(p, "def solve():\n    return 3\n").value == 3
+
+
+def test_lone_surrogates_in_the_source_do_not_kill_the_worker(one):
+    """A model's JSON answer can hold any lone surrogate; the program file must still be written."""
+    zygotes = one.zygote_pids()
+    for code in ('def solve():\n    return "\ud800"\n', 'def solve():\n    return "\udcff"\n'):
+        res = run(one, code)
+        assert res.status in (Status.OK, Status.SYNTAX, Status.CRASH) and "worker died" not in res.error
+    assert one.zygote_pids() == zygotes  # the same worker: it did not die
+    assert run(one, "def solve():\n    return 1\n").value == 1

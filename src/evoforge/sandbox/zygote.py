@@ -185,8 +185,8 @@ class Zygote(TemplateMixin):
         workdir = os.path.join(self.base, f"run{self.count}")
         os.mkdir(workdir, 0o700)
         prog = os.path.join(workdir, harness.program_file(req))  # program.py, or program.rs, ... (issue 10)
-        with open(prog, "w", encoding="utf-8", errors="surrogateescape") as f:
-            f.write(req["code"])
+        with open(prog, "wb") as f:
+            f.write(_source_bytes(req["code"]))
         if self.cfg.uid is not None:
             os.chown(workdir, self.cfg.uid, self.cfg.gid)
             os.chown(prog, self.cfg.uid, self.cfg.gid)
@@ -360,6 +360,15 @@ class Zygote(TemplateMixin):
             finally:
                 os._exit(121)
         harness.run_child(req, workdir, RESULT_FD)
+
+
+def _source_bytes(code: str) -> bytes:
+    """The program file's bytes: undecodable bytes round-trip (surrogateescape); other lone
+    surrogates (a model's JSON can hold any) become escapes instead of killing this process."""
+    try:
+        return code.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return code.encode("utf-8", "backslashreplace")
 
 
 def _remove_workdir(workdir: str, prog: str) -> None:
