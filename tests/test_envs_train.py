@@ -26,7 +26,7 @@ from evoforge.envs.synth import SynthConfig, SynthContext, run_synthesis  # noqa
 from evoforge.llm.hf import HFBackend  # noqa: E402
 from evoforge.rl import TrainConfig, make_learner  # noqa: E402
 from evoforge.llm.hf_model import encode_prompt  # noqa: E402
-from evoforge.rl.toy import SPECIALS, build_tiny_model  # noqa: E402
+from evoforge.rl.toy import SPECIALS, build_tiny_model, supervised_step  # noqa: E402
 
 CHUNKS = [PARITY, CANDIDATES["syntax"][0], CANDIDATES["answer_leaked"][0]]
 ROLE_TOKENS = {"generator": CHUNKS, "reviewer": ["ACCEPT"], "solver": ["0", "1"]}
@@ -66,19 +66,7 @@ def warm_up(model, tok, steps=60, lr=1e-2):
             ids = encode_prompt(tok, p)
             for target in ROLE_TOKENS[role]:  # every token of the role once: uniform targets
                 rows.append((ids, [tok.convert_tokens_to_ids(target), tok.eos_token_id]))
-        width = max(len(p) + len(c) for p, c in rows)
-        ids = torch.full((len(rows), width), tok.pad_token_id)
-        labels = torch.full((len(rows), width), -100)
-        attn = torch.zeros((len(rows), width), dtype=torch.long)
-        for i, (p, c) in enumerate(rows):
-            ids[i, : len(p) + len(c)] = torch.tensor(p + c)
-            labels[i, len(p): len(p) + len(c)] = torch.tensor(c)
-            attn[i, : len(p) + len(c)] = 1
-        model.train()
-        loss = model(input_ids=ids, attention_mask=attn, labels=labels).loss
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+        supervised_step(model, opt, rows, tok.pad_token_id)
     model.eval()
 
 

@@ -178,20 +178,27 @@ def sft_format(backend: Any, task: Any, steps: int = 120, lr: float = 3e-3, seed
             c = tok(edit_response(rng.randrange(10), rng.randrange(10)), add_special_tokens=False)["input_ids"]
             c = list(c) + [tok.eos_token_id]
             rows.append((p, c))
-        width = max(len(p) + len(c) for p, c in rows)
-        ids = torch.full((len(rows), width), tok.pad_token_id)
-        labels = torch.full((len(rows), width), -100)
-        attn = torch.zeros((len(rows), width), dtype=torch.long)
-        for i, (p, c) in enumerate(rows):
-            ids[i, : len(p) + len(c)] = torch.tensor(p + c)
-            labels[i, len(p) : len(p) + len(c)] = torch.tensor(c)
-            attn[i, : len(p) + len(c)] = 1
-        model.train()
-        loss = model(input_ids=ids, attention_mask=attn, labels=labels).loss
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+        supervised_step(model, opt, rows, tok.pad_token_id)
     model.eval()
+
+
+def supervised_step(model: Any, opt: Any, rows: list[tuple[list[int], list[int]]], pad_id: int) -> float:
+    """One cross-entropy step on (prompt ids, completion ids) rows; the loss covers completions only."""
+    torch = require_torch()
+    width = max(len(p) + len(c) for p, c in rows)
+    ids = torch.full((len(rows), width), pad_id)
+    labels = torch.full((len(rows), width), -100)
+    attn = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, (p, c) in enumerate(rows):
+        ids[i, : len(p) + len(c)] = torch.tensor(p + c)
+        labels[i, len(p) : len(p) + len(c)] = torch.tensor(c)
+        attn[i, : len(p) + len(c)] = 1
+    model.train()
+    loss = model(input_ids=ids, attention_mask=attn, labels=labels).loss
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    return float(loss)
 
 
 def edit_rewards(backend: Any, task: Any, prompts: list[Any], n: int, seed: int, max_tokens: int = 10) -> list[float]:
