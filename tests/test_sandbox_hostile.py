@@ -72,8 +72,9 @@ def leftovers(pool) -> list[str]:
     found = []
     for s in pool.slots:
         base = s.hello.get("base")
-        if base and os.path.isdir(base):
-            found += [n for n in os.listdir(base) if n != "bin"]
+        if base and s.proc is not None:  # seen from inside the worker (its run dirs may be a private tmpfs)
+            inside = f"/proc/{s.proc.pid}/root{base}"
+            found += [n for n in os.listdir(inside) if n != "bin"] if os.path.isdir(inside) else []
     return found
 
 

@@ -1,7 +1,7 @@
 # expect: crash
 # timeout: 15
-# RLIMIT_FSIZE: Python ignores SIGXFSZ, so the write fails with EFBIG. The page cache counts
-# against the memory cgroup, so writing 256 MB waits for writeback: a longer limit.
+# RLIMIT_FSIZE: Python ignores SIGXFSZ, so the write fails with EFBIG. A longer limit: without
+# the tmpfs (not root) the page cache may wait for writeback to a slow disk.
 def solve():
     block = b"\0" * (1 << 20)
     with open("big.bin", "wb") as f:

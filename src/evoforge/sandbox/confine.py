@@ -95,6 +95,21 @@ def install_seccomp() -> None:
     _check(_libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "prctl(SECCOMP)")
 
 
+# -- scratch space --------------------------------------------------------------------------
+def private_tmpfs(path: str, size_bytes: int) -> None:
+    """Make `path` a size-capped tmpfs that only the calling process and its children see (root).
+
+    The run directories live there: files a program writes count against its memory cgroup and
+    all of them together against `size_bytes` (RLIMIT_FSIZE caps one file, not their number), the
+    host's disk is never filled, and creating and removing a run directory costs microseconds.
+    """
+    from evoforge.sandbox.limits import CLONE_NEWNS, _MS_NODEV, _MS_NOSUID, _MS_PRIVATE, _MS_REC, _mount
+
+    _check(_libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+    _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
+    _mount("tmpfs", path, "tmpfs", _MS_NOSUID | _MS_NODEV, f"mode=0711,size={int(size_bytes)}")
+
+
 # -- memory cgroup --------------------------------------------------------------------------
 class MemoryCgroup:
     """One cgroup per worker slot: the template is in it, so is every child; the limit is set per run.

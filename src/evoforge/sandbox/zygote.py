@@ -56,6 +56,7 @@ class Config:
     # them); the others only once a request's code mentions their package (see Zygote.warm_up)
     eager: list[str] | None = None
     harden: bool = True  # IPC namespace, seccomp filter, memory cgroup per evaluation (off: for benchmarks)
+    scratch_mb: int = 2048  # size of the tmpfs the run directories live in (root, harden)
 
 
 class Zygote(TemplateMixin):
@@ -107,6 +108,13 @@ class Zygote(TemplateMixin):
         gc.freeze()  # children's collections skip (and so do not copy-on-write) everything imported so far
         self.base = tempfile.mkdtemp(prefix=f"evoforge-sbx-{self.cfg.slot}-")
         os.chmod(self.base, 0o711)  # children (other uid) may traverse to their own dir, not list
+        scratch = "disk"
+        if self.cfg.harden and root:
+            try:  # run dirs in a private, size-capped tmpfs: counted by the cgroup, the disk never fills
+                confine.private_tmpfs(self.base, self.cfg.scratch_mb << 20)
+                scratch = f"tmpfs {self.cfg.scratch_mb} MB"
+            except OSError as exc:
+                scratch = f"disk ({exc})"
         os.environ["PATH"] = _python_on_path(self.base) + ":" + os.environ["PATH"]  # issue 10
         self.features = {
             "pid": os.getpid(),
@@ -117,6 +125,7 @@ class Zygote(TemplateMixin):
             "vm_mb": vm_size_mb(),
             "nproc_limit": self.cfg.uid is not None,
             "fallback": fallback,
+            "scratch": scratch,
         }
         self.features.update(self._harden())
         self._start_template()
