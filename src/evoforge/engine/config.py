@@ -64,7 +64,9 @@ class RunConfig(BaseModel):
     max_tokens: int = Field(16384, gt=0)
     seed: int = 0
     selector: str = Field("map-elites", description="map-elites | puct | pacevolve | best-of-n | greedy")
-    selector_options: dict[str, Any] = Field(default_factory=dict, description="e.g. {size: large}")
+    selector_options: dict[str, Any] = Field(
+        default_factory=dict, description="e.g. {size: large}; map-elites without a size: sized to the budget"
+    )
     env: Literal["dynamic", "static"] = Field(
         "dynamic", description="dynamic: prompts from the evolving database; static: always from the initial program"
     )
