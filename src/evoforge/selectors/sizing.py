@@ -2,7 +2,8 @@
 pressure) and the batch shape B x n, when the user has not set them.
 
 Why (benchmarks/RESULTS.md, "Search quality at equal budget"): at a budget of a few thousand
-evaluations two things decide the best score, and the paper's settings get both wrong:
+evaluations two things decide the best score, and the paper's settings (sized for ~10^5) get
+both wrong there:
 
 * pressure: exploitation draws a parent uniformly from the island's part of the elite archive.
   ThetaEvolve's Large archive (1000) holds every program of a 3000-evaluation run, so the draw
