@@ -13,7 +13,7 @@ def _user_error_types() -> tuple[type[BaseException], ...]:
     types: list[type[BaseException]] = [FileNotFoundError, KeyError, ValueError, PermissionError]
     for mod, name in (("evoforge.engine.loop", "EngineError"), ("evoforge.llm", "BackendError"),
                       ("evoforge.cli.run", "UserError"), ("evoforge.rl", "RLError"),
-                      ("evoforge.sandbox", "SandboxError")):
+                      ("evoforge.sandbox", "SandboxError"), ("evoforge.cluster", "RayUnavailable")):
         try:
             module = __import__(mod, fromlist=[name])
             types.append(getattr(module, name))

@@ -33,7 +33,8 @@ def run(
     config_file: Optional[Path] = typer.Option(None, "--config", "-c",
                                                help="YAML/TOML config file (evoforge's, or OpenEvolve's config.yaml)"),
     backend: Optional[str] = typer.Option(None, help="builtin (default, model-free mutation operator) | openai | hf | llamacpp"),
-    base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1"),
+    base_url: Optional[list[str]] = typer.Option(
+        None, help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1; give it again for more servers"),
     model: Optional[str] = typer.Option(None, help="model name (openai), local path (hf), smollm2 | gemma3-270m | a .gguf (llamacpp)"),
     budget: Optional[int] = typer.Option(None, help="sandbox evaluations [default: 3000]"),
     time_limit: Optional[float] = typer.Option(None, help="stop after this many seconds"),
@@ -42,9 +43,12 @@ def run(
     selector: Optional[str] = typer.Option(None, help="map-elites | puct | pacevolve | best-of-n | greedy"),
     batch_size: Optional[int] = typer.Option(None, "--batch-size", "-B", help="parents per step [default: engine/config.py resolve_batch]"),
     n: Optional[int] = typer.Option(None, "-n", help="responses per prompt [default: as -B]"),
-    workers: Optional[int] = typer.Option(None, help="parallel sandbox workers [default: 2]"),
+    workers: Optional[int] = typer.Option(None, help="parallel sandbox workers [default: 2; ray: every CPU of the cluster]"),
+    executor: Optional[str] = typer.Option(None, help="sandbox (default: the local pool) | ray (docs/SCALING.md)"),
+    ray_address: Optional[str] = typer.Option(None, help="--executor ray: auto | HOST:PORT [default: a local Ray]"),
     env: Optional[str] = typer.Option(None, help="dynamic (default) | static (always prompt from the initial program)"),
     train: bool = typer.Option(False, "--train", help="test-time RL on the model's own attempts"),
+    memory: bool = typer.Option(False, "--memory", help="PACEvolve's idea memory (needs a language model backend)"),
     adapter: Optional[str] = typer.Option(None, help="hf backend: load this trained LoRA adapter"),
     edit_mode: Optional[str] = typer.Option(None, "--edit-mode", help="diff (SEARCH/REPLACE) | block (rewrite the "
                                             "EVOLVE-BLOCK's body) | full [default: diff]"),
@@ -79,11 +83,28 @@ def run(
                               **({"grammar": True} if grammar else {})}
         if max_tokens:
             data["max_tokens"] = max_tokens
+        if memory:
+            data["memory"] = {**(data.get("memory") or {}), "enabled": True}
+        if executor is not None:
+            data["executor"] = executor
+        from evoforge.engine.config import RunConfig
+
+        data = RunConfig._executor_mapping(data)  # executor: {name: ray, ...} from a file
+        if ray_address is not None or (workers is not None and data.get("executor") == "ray"):
+            if data.get("executor", "sandbox") != "ray":
+                raise UserError("--ray-address needs --executor ray")
+            options = data.setdefault("executor_options", {})
+            if ray_address is not None:
+                options["address"] = ray_address
+            if workers is not None:
+                options["workers"] = workers
+                workers = None
         if adapter:
             if (backend or (data.get("backend") or {}).get("name") or "builtin") != "hf":
                 raise UserError("--adapter loads a LoRA adapter into the hf backend: add --backend hf")
             data.setdefault("backend", {}).setdefault("options", {})["adapter"] = adapter
-        cfg = build_config(data, task=task, backend=backend, base_url=base_url, model=model, budget=budget,
+        urls = (base_url[0] if len(base_url) == 1 else list(base_url)) if base_url else None
+        cfg = build_config(data, task=task, backend=backend, base_url=urls, model=model, budget=budget,
                            time_limit=time_limit, seed=seed, selector=selector, batch_size=batch_size, n=n,
                            workers=workers, env=env)
         directory = run_dir or Path("runs") / f"{prep.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -132,6 +153,11 @@ def show(
             metrics = dict(best_row["metrics"]) if best_row else {}
             info["best_artifacts"] = metrics.pop("artifacts", None) or {}  # OpenEvolve's EvaluationResult.artifacts
             info["best_metrics"] = metrics
+            from evoforge.memory.view import read_memory
+
+            memory = read_memory(store.db)
+            if memory is not None:
+                info["memory"] = memory
         finally:
             store.close()
         if as_json:
@@ -153,6 +179,11 @@ def show(
         for key, text in info["best_artifacts"].items():
             out.rule(escape(terminal_safe(f"artifact {key} (best program)")))
             out.print(terminal_safe(str(text)[-2000:]), markup=False, highlight=False)
+        if "memory" in info:
+            from evoforge.memory.view import format_tree
+
+            for line in format_tree(info["memory"]):
+                out.print(terminal_safe(line), markup=False, highlight=False)
         curve = info["score_over_evaluations"]
         if curve:
             out.print("best score over evaluations: " + "  ".join(f"{e}:{s:.6g}" for e, s in curve[-8:]))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -18,7 +18,9 @@ class BackendConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field("builtin", description="builtin (model-free mutation operator) | openai | hf | scripted")
-    base_url: Optional[str] = Field(None, description="openai: server URL, e.g. http://127.0.0.1:8000/v1")
+    base_url: Optional[Union[str, list[str]]] = Field(
+        None, description="openai: server URL, e.g. http://127.0.0.1:8000/v1; a list: balanced by requests in flight"
+    )
     model: Optional[str] = Field(None, description="openai: model name; hf: local path (or 'smollm2')")
     api_key_env: str = Field("OPENAI_API_KEY", description="environment variable holding the API key")
     options: dict[str, Any] = Field(default_factory=dict, description="extra backend options")
@@ -86,6 +88,19 @@ class RunConfig(BaseModel):
         default_factory=dict, description="caps on what one child puts in run.db (database/sanitize.py StoreLimits: "
         "response_chars, feedback_chars, error_chars, metrics_bytes, object_bytes); over a cap: cut and marked"
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _executor_mapping(cls, data: Any) -> Any:
+        """``executor: {name: ray, address: auto}`` is ``executor: ray`` + ``executor_options``."""
+        if isinstance(data, dict) and isinstance(data.get("executor"), dict):
+            data = dict(data)
+            spec = dict(data["executor"])
+            if "name" not in spec:
+                raise ValueError("executor: a mapping needs a 'name' (e.g. {name: ray, address: auto})")
+            data["executor"] = spec.pop("name")
+            data["executor_options"] = {**spec, **dict(data.get("executor_options") or {})}
+        return data
 
     @model_validator(mode="after")
     def _check(self) -> "RunConfig":

@@ -81,8 +81,11 @@ def make_selector(cfg: RunConfig, task: Task, rng: np.random.Generator) -> Selec
 
 
 def make_executor(cfg: RunConfig) -> Executor:
+    import evoforge.cluster  # noqa: F401  (registers ray; Ray itself is imported only when used)
     import evoforge.sandbox  # noqa: F401  (the sandbox package registers more executors)
 
+    if cfg.executor == "ray":  # slots: executor_options.workers (--workers), else every CPU of the cluster
+        return EXECUTORS.get("ray")(**cfg.executor_options)
     workers = min(cfg.workers, max(1, os.cpu_count() or 1) * 4) if cfg.executor == "sandbox" else cfg.workers
     return EXECUTORS.get(cfg.executor)(workers=workers, **cfg.executor_options)
 

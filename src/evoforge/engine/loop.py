@@ -92,6 +92,8 @@ class Engine:
         self.prompts = PromptBuilder(self.task, mode=cfg.prompt.edit_mode, show_inspirations=cfg.prompt.show_inspirations,
                                      template_dir=cfg.prompt.template_dir, grammar=cfg.prompt.grammar)
         self.store = RunStore(self.run_dir / "run.db", limits=store_limits(cfg.store_limits))
+        if self.store.get_meta("config") is None:  # at once: a run killed from here on can be resumed
+            self.store.set_meta("config", cfg.model_dump())
         self.pipeline = default_pipeline(self)
         if stages is not None:
             stages(self.pipeline)

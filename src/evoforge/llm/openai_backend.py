@@ -31,6 +31,7 @@ from evoforge.llm.server_info import (
     plain_sampling_fields,
     strip_reasoning,
 )
+from evoforge.llm.servers import ServerPool
 
 _RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 
@@ -81,7 +82,7 @@ class OpenAIBackend(Backend):
 
     def __init__(
         self,
-        base_url: str = "http://127.0.0.1:8000/v1",
+        base_url: str | list[str] = "http://127.0.0.1:8000/v1",  # several: balanced (llm/servers.py)
         model: str | None = None,  # None, "auto" or "default": the first model listed at GET /models
         api_key_env: str = "OPENAI_API_KEY",
         use_n: bool | str = "auto",
@@ -104,7 +105,12 @@ class OpenAIBackend(Backend):
             raise BackendError(f"use_n must be true, false or 'auto', got {use_n!r}")
         if max_concurrency < 1:
             raise BackendError(f"max_concurrency must be >= 1, got {max_concurrency}")
-        self.base_url = base_url.rstrip("/")
+        urls = [base_url] if isinstance(base_url, str) else list(base_url)
+        try:
+            self.servers = ServerPool(urls)
+        except ValueError as exc:
+            raise BackendError(f"base_url: {exc}") from None
+        self.base_url = self.servers.urls[0] if len(urls) == 1 else " | ".join(self.servers.urls)
         self.model = None if model in (None, "", "auto", "default") else model
         self.api_key = os.environ.get(api_key_env) or "EMPTY"  # local servers accept any key
         self.use_n = use_n
@@ -177,7 +183,8 @@ class OpenAIBackend(Backend):
             timeout = httpx.Timeout(self.timeout, connect=self.connect_timeout)
             headers = {"Authorization": f"Bearer {self.api_key}"}
             # A TLS context only for https: httpx would otherwise build one (~0.2 s) for nothing.
-            verify: Any = httpx.create_ssl_context() if self.base_url.startswith("https") else False
+            https = any(u.startswith("https") for u in self.servers.urls)
+            verify: Any = httpx.create_ssl_context() if https else False
             self._client = httpx.AsyncClient(timeout=timeout, limits=limits, headers=headers, verify=verify)
         return self._client
 
@@ -192,7 +199,7 @@ class OpenAIBackend(Backend):
         rows = await asyncio.gather(*(self._one_prompt(client, sem, p, i, cfg, conn_failures) for i, p in enumerate(prompts)))
         total = sum(len(r) for r in rows)
         if total and len(conn_failures) == total:
-            raise BackendError(f"cannot reach the model server at {self.base_url}: {_probe(self.base_url, conn_failures[0])}")
+            raise BackendError(f"cannot reach the model server at {self.base_url}: {_probe(self.servers.urls[0], conn_failures[0])}")
         return rows
 
     async def _first_model(self, client: Any) -> str:
@@ -201,7 +208,7 @@ class OpenAIBackend(Backend):
             return str(data["data"][0]["id"])
         except _Failure as f:
             if f.connection:
-                raise BackendError(f"cannot reach the model server at {self.base_url}: {_probe(self.base_url, f.message)}") from None
+                raise BackendError(f"cannot reach the model server at {self.base_url}: {_probe(self.servers.urls[0], f.message)}") from None
             raise BackendError(f"could not list models at {self.base_url}/models ({f.message}); set the 'model' option") from None
         except (KeyError, IndexError, TypeError):
             raise BackendError(f"{self.base_url}/models lists no model; set the 'model' option") from None
@@ -310,15 +317,19 @@ class OpenAIBackend(Backend):
     async def _request(self, client: Any, method: str, path: str, body: dict[str, Any] | None) -> dict[str, Any]:
         import httpx
 
-        url = self.base_url + path
         last = _Failure("no attempt made")
+        tried: str | None = None
         for attempt in range(self.max_retries + 1):
             retry_after = 0.0
+            server = self.servers.acquire(avoid=tried if last.connection else None)  # fewest in flight
+            tried, ok, unreachable = server.url, False, False
             try:
-                r = await self._send(client, method, url, body)
+                r = await self._send(client, method, server.url + path, body)
                 if r.status_code == 200:
                     try:
-                        return r.json()
+                        data = r.json()
+                        ok = True
+                        return data
                     except ValueError:
                         last = _Failure(f"HTTP 200 with a body that is not JSON: {r.text[:120]!r}")
                 else:
@@ -332,7 +343,12 @@ class OpenAIBackend(Backend):
                 last = _Failure(f"timed out ({type(exc).__name__})", connection=isinstance(exc, httpx.ConnectTimeout))
             except httpx.HTTPError as exc:  # protocol errors, a dropped connection
                 last = _Failure(f"{type(exc).__name__}: {exc}")
+            finally:
+                unreachable = not ok and last.connection
+                self.servers.release(server, ok=ok, connection_failed=unreachable)
             if attempt < self.max_retries:
+                if unreachable and len(self.servers.servers) > 1:
+                    continue  # another server is tried at once; this one sits out its cool-down
                 delay = min(self.backoff_max, self.backoff_base * 2**attempt) * random.uniform(0.5, 1.5)
                 await asyncio.sleep(max(delay, min(retry_after, self.backoff_max)))
         raise last

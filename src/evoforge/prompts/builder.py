@@ -53,7 +53,9 @@ class PromptBuilder:
         self.max_feedback_chars = max_feedback_chars
         self.templates = load_templates(template_dir)
 
-    def build(self, pick: Pick) -> Prompt:
+    def build(self, pick: Pick, context: str = "") -> Prompt:
+        """``context``: text a front stage wants this prompt to carry (the idea to test), put
+        right before the instruction."""
         task, parent = self.task, pick.parent
         inspirations = [p.code for p in pick.inspirations] if self.show_inspirations else []
         instruction = self._fill(f"instruction_{self.mode}.txt", {
@@ -76,7 +78,7 @@ class PromptBuilder:
             ),
             "partner": self._program("partner.txt", pick.partner) if pick.partner is not None else "",
             "parent": self._program("parent.txt", parent),
-            "instruction": instruction.strip(),
+            "instruction": (f"{context.strip()}\n\n" if context.strip() else "") + instruction.strip(),
         })
         meta: dict[str, Any] = {}
         if self.grammar:
