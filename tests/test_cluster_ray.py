@@ -132,3 +132,30 @@ def test_cli_run_on_a_two_node_cluster_survives_a_killed_worker_and_a_killed_dri
     after = _scores(run_dir)
     assert {k: after[k] for k in before} == before  # nothing evaluated before the kills was lost or redone
     assert sum(info["classes"].values()) == info["children"] + 1  # every child classified (+ the seed)
+
+
+def test_an_evaluation_whose_worker_dies_twice_is_classified_killed(monkeypatch):
+    """retries=1: the first death is retried on a new actor, the second classifies it."""
+    import threading
+
+    from evoforge.cluster import RayExecutor
+    from evoforge.sandbox import EvalRequest, Status
+
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    slow = EvalRequest(code="import time\ndef solve():\n    time.sleep(4)\n    return [1]\n", timeout=20)
+    quick = EvalRequest(code="def solve():\n    return [2]\n", timeout=20)
+    with RayExecutor(num_cpus=1, workers=1, retries=1) as ex:
+        stop = threading.Event()
+
+        def killer():  # kill whichever actor runs the slow request, twice
+            for _ in range(2):
+                time.sleep(1.5)
+                os.kill(ex.actor_pids()[0][1], signal.SIGKILL)
+            stop.set()
+
+        threading.Thread(target=killer, daemon=True).start()
+        results = dict(ex.run_iter([slow]))
+        stop.wait(10)
+        assert results[0].status is Status.KILLED and "died 2 times" in results[0].error
+        assert ex.retried == 1 and ex.replaced == 2
+        assert ex.run_many([quick])[0].value == [2]  # the replacement slot works
