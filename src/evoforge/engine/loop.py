@@ -103,6 +103,7 @@ class Engine:
         self.step_index = 0  # the next step to run
         self.snapshot_step = -1  # the step whose state is being (or was last) snapshotted
         self._replay_until = -1  # while resuming: the last finished step
+        self._started = time.monotonic()  # run() sets it again
 
     # -- read-only views ---------------------------------------------------------------------
     @property
@@ -125,7 +126,7 @@ class Engine:
     # -- lifecycle ---------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
         """Start (or resume) and step until the budget, time limit or step limit is reached."""
-        started = time.monotonic()
+        started = self._started = time.monotonic()
         try:
             nxt = self._start_or_resume()
             while True:
@@ -151,23 +152,28 @@ class Engine:
         self.store.close()
 
     def _should_stop(self, started: float) -> bool:
+        reason = self._stop_reason(started)
+        if reason is not None and reason != "limit":
+            log.warning("stopping: %s", reason)
+        return reason is not None
+
+    def _stop_reason(self, started: float) -> str | None:
+        """Why the run should not start another step ("limit": budget, time or steps), or None."""
         cfg = self.cfg
         if self.evaluated >= cfg.budget:
-            return True
+            return "limit"
         if cfg.time_limit is not None and time.monotonic() - started >= cfg.time_limit:
-            return True
+            return "limit"
         if cfg.max_steps is not None and self.step_index > cfg.max_steps:
-            return True
+            return "limit"
         recent = self.store.recent_evaluations(IDLE_STEPS + 1)
         if len(recent) == IDLE_STEPS + 1 and recent[-1] == recent[0]:
-            log.warning("stopping: the last %d steps made no evaluation (every response was penalised before "
-                        "the sandbox: no edit, or an unchanged program); `evoforge show` lists them", IDLE_STEPS)
-            return True
+            return (f"the last {IDLE_STEPS} steps made no evaluation (every response was penalised before the "
+                    "sandbox: no edit, or an unchanged program); `evoforge show` lists them")
         if self.children >= MAX_CHILDREN_PER_EVALUATION * cfg.budget:
-            log.warning("stopping: %d children but only %d evaluations (the backend's responses are "
-                        "almost all penalised)", self.children, self.evaluated)
-            return True
-        return False
+            return (f"{self.children} children but only {self.evaluated} evaluations (the backend's responses "
+                    "are almost all penalised)")
+        return None
 
     # -- start, resume -------------------------------------------------------------------------
     def _start_or_resume(self) -> StepState | None:
@@ -270,6 +276,10 @@ class Engine:
             prev = self.store.step_row(s.k - 1)
             bound = (prev["evaluated"] if prev else 0) + len(s.rows)  # step k+1 is needed whatever k makes
             if bound >= cfg.budget:
+                return None
+            # a run that would stop after step k (idle, time) must not generate step k+1 ahead: a step
+            # generated ahead is always finished, so the loop's stop check would never see it
+            if self._stop_reason(self._started) is not None:
                 return None
             n_picks, n = self._shape(bound)
         s.extra["pipeline"] = {"prefetched": True, "next_shape": [n_picks, n]}
