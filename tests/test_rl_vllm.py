@@ -94,10 +94,11 @@ def test_adapters_are_pushed_and_the_backend_follows(base_model_dir, tmp_path):
 
     srv = StandIn()
     try:
-        backend = OpenAIBackend(base_url=srv.url, model="base", logprobs=True, max_retries=0)
+        backend = OpenAIBackend(base_url=srv.url, model="base", max_retries=0)  # logprobs left off by the user
         cfg = TrainConfig(model=str(base_model_dir), vllm_url=srv.url, device="cpu", lora_rank=4, lr=1e-2,
                           lora_target="q_proj,v_proj,lm_head")
         learner = make_learner(cfg, backend)
+        assert backend.logprobs is True  # the learner needs the sampler's token ids: switched on
         assert learner.prefix.startswith("evoforge-")
         learner.prefix = "evoforge"  # fixed names for the assertions below
         prompts = [Prompt(text="def x ="), Prompt(text="x = 0")]

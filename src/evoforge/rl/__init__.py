@@ -50,6 +50,8 @@ def _hf_learner(cfg: TrainConfig, backend: Any) -> Learner:
 def _vllm_learner(cfg: TrainConfig, backend: Any) -> Learner:
     from evoforge.rl.vllm import VLLMLearner
 
+    if getattr(backend, "logprobs", True) is False:  # without token ids every rollout would be skipped
+        backend.logprobs = True
     return VLLMLearner(cfg, backend)
 
 
