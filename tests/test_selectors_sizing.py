@@ -86,8 +86,8 @@ def test_plan_keeps_what_the_user_set():
     assert (p.batch_size, p.n, p.selector_options) == (32, 16, {"size": "large"})
     p = plan_for_budget(1000, "puct", {}, (32, 16), 2, batch_size=8)  # n fitted to the user's B
     assert p.batch_size == 8 and p.n == 1
-    p = plan_for_budget(1000, "puct", {}, (32, 16), 2, n=4)  # B fitted to the user's n
-    assert p.n == 4 and p.batch_size == 1
+    p = plan_for_budget(1000, "puct", {}, (32, 16), 2, n=4)  # B fitted to the user's n (>= 90 steps)
+    assert p.n == 4 and p.batch_size == 2
     p = plan_for_budget(100_000, "puct", {}, (32, 16), 2, n=4)
     assert p.n == 4 and p.batch_size == 32
 
@@ -124,3 +124,15 @@ def test_engine_stores_the_resolved_search_and_a_resume_keeps_it(tmp_path, pool)
     assert more.cfg.selector_options == saved["selector_options"]
     summary = more.run()  # the saved selector state loads into the kept sizes
     assert summary["evaluated"] > 40 and more.step_index > steps
+
+
+def test_the_shape_depends_on_the_selector():
+    # measured on circle packing at 3000 (RESULTS): map-elites best with many small steps,
+    # greedy / puct with the builtin's 8 x 4
+    p = plan_for_budget(3000, "map-elites", {}, (8, 4), 2)
+    assert (p.batch_size, p.n) == (4, 2)
+    for selector in ("greedy", "puct", "pacevolve", "best-of-n"):
+        p = plan_for_budget(3000, selector, {}, (8, 4), 2)
+        assert (p.batch_size, p.n) == (8, 4)
+    p = plan_for_budget(3000, "puct", {}, (32, 16), 2)
+    assert (p.batch_size, p.n) == (8, 4)  # a model server's shape, fitted

@@ -23,7 +23,12 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 # Fewest generations (steps) a run should get: B x n shrinks until budget / (B x n) reaches it.
+# Map-elites with its budget-sized archive climbs best with many small steps (2.07 at 4 x 2 on
+# circle packing at 3000); greedy and PUCT exploit the best programs directly and were best with
+# bigger steps (greedy 8 x 4: 2.06 / 2.15 / 2.02 on seeds 0-2 against 1.86 median at 4 x 2;
+# PUCT 2.01 / 2.05 / 1.87 against 1.81): benchmarks/RESULTS.md, "Search quality at equal budget".
 MIN_GENERATIONS = 250
+MIN_GENERATIONS_OTHER = 90  # every selector but map-elites: the builtin's 8 x 4 stays at 3000
 # The elite archive as a share of the budget, and the population as a multiple of the archive
 # (ThetaEvolve's medium and large sizes: 10x).
 ARCHIVE_SHARE = 0.01
@@ -62,18 +67,23 @@ def database_for_budget(budget: int) -> DatabaseSize:
     return DatabaseSize(population, archive, islands)
 
 
-def children_cap(budget: int, workers: int = 1) -> int:
-    """The most children per step that still gives the run ``MIN_GENERATIONS`` steps (never
+def min_generations(selector: str) -> int:
+    return MIN_GENERATIONS if selector == "map-elites" else MIN_GENERATIONS_OTHER
+
+
+def children_cap(budget: int, workers: int = 1, generations: int = MIN_GENERATIONS) -> int:
+    """The most children per step that still gives the run ``generations`` steps (never
     fewer than ``workers``, which would leave parallel evaluations idle)."""
     _check_budget(budget)
-    return max(int(workers), budget // MIN_GENERATIONS, 1)
+    return max(int(workers), budget // generations, 1)
 
 
-def batch_for_budget(budget: int, preferred: tuple[int, int] = (32, 16), workers: int = 1) -> tuple[int, int]:
+def batch_for_budget(budget: int, preferred: tuple[int, int] = (32, 16), workers: int = 1,
+                     generations: int = MIN_GENERATIONS) -> tuple[int, int]:
     """The batch shape (B, n): the backend's ``preferred`` shape, halved (the larger of B and n
     first; on a tie n, down to 2, which GRPO needs for a group) until B x n fits
-    ``children_cap(budget, workers)``."""
-    cap = children_cap(budget, workers)
+    ``children_cap(budget, workers, generations)``."""
+    cap = children_cap(budget, workers, generations)
     b, n = (max(1, int(v)) for v in preferred)
     while b * n > cap and b * n > 1:
         if b > n or (b == n and n <= 2):
@@ -119,10 +129,11 @@ def plan_for_budget(
 ) -> SearchPlan:
     """Resolve what the user left unset: B and n (one the user gives is kept and the other
     fitted to it), and map-elites' database sizes."""
+    generations = min_generations(selector)
     if batch_size is None and n is None:
-        batch_size, n = batch_for_budget(budget, preferred, workers)
+        batch_size, n = batch_for_budget(budget, preferred, workers, generations)
     elif n is None:
-        n = _fit(batch_size, max(1, preferred[1]), children_cap(budget, workers))
+        n = _fit(batch_size, max(1, preferred[1]), children_cap(budget, workers, generations))
     elif batch_size is None:
-        batch_size = _fit(n, max(1, preferred[0]), children_cap(budget, workers))
+        batch_size = _fit(n, max(1, preferred[0]), children_cap(budget, workers, generations))
     return SearchPlan(batch_size, n, selector_options_for_budget(selector, selector_options, budget))
