@@ -5,7 +5,6 @@ that directory, so a test can kill it with SIGKILL at a random moment and resume
 """
 from __future__ import annotations
 
-import re
 import sys
 import time
 from pathlib import Path

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
 import random
 import signal
 import sqlite3
@@ -19,7 +18,7 @@ from evoforge.memory import protocol as P
 from evoforge.memory.view import read_memory
 
 sys.path.insert(0, str(Path(__file__).parent))
-from memory_scenario import PLAN, Killed, MemoryScript, make_engine, pool_of  # noqa: E402
+from memory_scenario import Killed, MemoryScript, make_engine, pool_of  # noqa: E402
 
 SCENARIO = Path(__file__).parent / "memory_scenario.py"
 

@@ -98,6 +98,12 @@ class IdeaMemory:
             store.db.execute("INSERT OR REPLACE INTO memory_steps VALUES (?,?,?)", (k, phase, json.dumps(record)))
         self.apply(record, k, phase)
         self._write_view(record["ops"])
+        kinds: dict[str, int] = {}
+        for op in record["ops"]:
+            kinds[op["op"]] = kinds.get(op["op"], 0) + 1
+        log.info("idea memory, step %d %s: %s; %d active ideas, %d in the failure memory", k, phase,
+                 ", ".join(f"{v} {key}" for key, v in sorted(kinds.items())) or "no change",
+                 len(self.pool.active()), len(self.pool.failures()))
 
     def apply(self, record: dict[str, Any], k: int, phase: str) -> None:
         for op in record["ops"]:
