@@ -110,14 +110,23 @@ def test_a_kill_during_the_memory_update_resumes_to_the_same_pool_without_repeat
 def test_sigkill_at_random_moments_then_resume_equals_the_uninterrupted_run(tmp_path, pipeline):
     whole = make_engine(tmp_path / "whole", MemoryScript(), pipeline=pipeline)
     whole.run()
+    t0 = time.monotonic()  # how long the process takes, so that the kills land inside it
+    subprocess.run([sys.executable, str(SCENARIO), str(tmp_path / "timed"), "0.03", pipeline], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)
+    duration = time.monotonic() - t0
     rng = random.Random(7)
     run_dir = tmp_path / "cut"
+    kills = 0
     for _ in range(3):
         proc = subprocess.Popen([sys.executable, str(SCENARIO), str(run_dir), "0.03", pipeline],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(0.6, 1.4))
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
+        try:
+            proc.wait(timeout=rng.uniform(0.3, 0.8) * duration)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=30)
+            kills += 1
+    assert kills >= 1, "every run finished before its kill"
     resumed = make_engine(run_dir, MemoryScript(), pipeline=pipeline)
     resumed.run()
     assert pool_of(resumed).state_dict() == pool_of(whole).state_dict()
