@@ -35,7 +35,7 @@ def bench_smollm2(args: argparse.Namespace) -> dict | None:
     from evoforge.llm.hf import HFBackend
     from evoforge.rl import RLError, TrainConfig, make_learner
     from evoforge.rl.bench import summarise, time_rl_steps
-    from evoforge.rl.policy import encode_prompt
+    from evoforge.llm.hf_model import encode_prompt
 
     try:
         backend = HFBackend("smollm2", device="cpu", dtype="float32", seed=0)
