@@ -5,6 +5,7 @@ operator, an OpenAI-compatible server, a local Hugging Face model, or a scripted
 """
 from __future__ import annotations
 
+import random
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,6 +55,18 @@ class Backend(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         pass
+
+
+def sample_seed(cfg: GenerationConfig, backend_seed: int | None, calls: int, i: int) -> int:
+    """The sampling seed of prompt ``i`` of a call, for backends that sample themselves (hf,
+    llamacpp). The engine's per-step ``cfg.seed`` alone decides the draw, so a resumed run samples
+    what the uninterrupted one did; without it the backend's own seed counts its calls; with
+    neither, a fresh random seed."""
+    if cfg.seed is not None:
+        return cfg.seed * 1_000_003 + i
+    if backend_seed is not None:
+        return backend_seed * 1_000_003 + calls * 7919 + i
+    return random.randrange(2**62)
 
 
 BACKENDS: Registry[Backend] = Registry("backend")

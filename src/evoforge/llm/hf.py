@@ -8,11 +8,10 @@ generation_config), and the recorded log-prob is the log-prob of that distributi
 """
 from __future__ import annotations
 
-import random
 import time
 from typing import Any
 
-from evoforge.llm.base import BACKENDS, Backend, GenerationConfig, Prompt, Response
+from evoforge.llm.base import BACKENDS, Backend, GenerationConfig, Prompt, Response, sample_seed
 
 
 @BACKENDS.register("hf")
@@ -85,14 +84,7 @@ class HFBackend(Backend):
                 err = f"prompt has {len(ids)} tokens, over max_prompt_tokens={self.max_prompt_tokens}"
                 out.append([Response(text="", error=err, prompt_tokens=len(ids)) for _ in range(cfg.n)])
                 continue
-            # a per-call seed (the engine's, one per step) alone decides the draw, so a resumed run
-            # samples what the uninterrupted one did; the backend's own seed counts its calls
-            if cfg.seed is not None:
-                seed = cfg.seed * 1_000_003 + i
-            elif self.seed is not None:
-                seed = self.seed * 1_000_003 + self._calls * 7919 + i
-            else:
-                seed = random.randrange(2**62)
+            seed = sample_seed(cfg, self.seed, self._calls, i)
             t0 = time.perf_counter()
             toks, lps = self.sample(ids, cfg.n, cfg.temperature, cfg.max_tokens, seed)
             dt = time.perf_counter() - t0

@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import math
-import random
 import re
 import time
 from pathlib import Path
@@ -33,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from evoforge.llm.base import BACKENDS, Backend, BackendError, GenerationConfig, Prompt, Response
+from evoforge.llm.base import BACKENDS, Backend, BackendError, GenerationConfig, Prompt, Response, sample_seed
 from evoforge.llm.models import resolve_gguf
 from evoforge.llm.threads import threads_by_load
 
@@ -152,14 +151,7 @@ class LlamaCppBackend(Backend):
     def generate(self, prompts: list[Prompt], cfg: GenerationConfig) -> list[list[Response]]:
         out = []
         for i, prompt in enumerate(prompts):
-            # the engine's per-step seed alone decides the draw (a resumed run samples the same);
-            # the backend's own seed counts its calls
-            if cfg.seed is not None:
-                seed = cfg.seed * 1_000_003 + i
-            elif self.seed is not None:
-                seed = self.seed * 1_000_003 + self._calls * 7919 + i
-            else:
-                seed = random.randrange(2**62)
+            seed = sample_seed(cfg, self.seed, self._calls, i)
             out.append(self._one_prompt(prompt, cfg, np.random.default_rng(seed)))
         self._calls += 1
         return out
