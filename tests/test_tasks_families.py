@@ -3,7 +3,6 @@ family's verifier contract (host-side checks that a forged or broken result cann
 from __future__ import annotations
 
 import base64
-import dataclasses
 import shutil
 
 import numpy as np
@@ -11,6 +10,7 @@ import pytest
 
 from evoforge.sandbox.base import Status
 from evoforge.tasks import TaskError, all_task_names, builtin_names, get_task, run_in_process, task_families
+from evoforge.tasks.catalog import load_program
 from evoforge.tasks.evaluate import evaluate_program
 from evoforge.tasks.families import FAMILIES, kernels, netcapture, singlecell, symreg
 
@@ -140,18 +140,7 @@ def test_real_matrix_task_same_scorer(pool, tmp_path):
 
 
 # -- kernels -----------------------------------------------------------------------------------------
-FAST_TRIMUL = '''
-import numpy as np
-def trimul(x, mask, w):
-    mu = x.mean(-1, keepdims=True); x = (x - mu) / np.sqrt(x.var(-1, keepdims=True) + 1e-5) * w["norm_w"] + w["norm_b"]
-    sig = lambda a: 1 / (1 + np.exp(-a))
-    m = mask[..., None]
-    left = (x @ w["left_proj"]) * m * sig(x @ w["left_gate"])
-    right = (x @ w["right_proj"]) * m * sig(x @ w["right_gate"])
-    out = np.matmul(left.transpose(0, 3, 1, 2), right.transpose(0, 3, 2, 1)).transpose(0, 2, 3, 1)
-    mu = out.mean(-1, keepdims=True); out = (out - mu) / np.sqrt(out.var(-1, keepdims=True) + 1e-5) * w["out_norm_w"] + w["out_norm_b"]
-    return (out * sig(x @ w["out_gate"])) @ w["to_out"]
-'''
+FAST_TRIMUL = load_program("trimul_batched.py")
 
 
 @pytest.mark.slow  # ~10-20 s: two timed evaluations (python -m pytest -m slow tests/test_tasks_families.py)
