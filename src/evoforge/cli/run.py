@@ -171,6 +171,8 @@ def show(
         table = Table(show_header=False, box=None)
         for key in ("task", "best_score", "initial_score", "evaluated", "children", "steps", "batch"):
             table.add_row(key, terminal_safe(info.get(key)))
+        if info.get("remeasured"):
+            table.add_row("remeasured", f"{info['remeasured']} of the evaluations re-measured a new best (noisy reward)")
         table.add_row("classes", ", ".join(f"{k} {v}" for k, v in sorted(info["classes"].items())))
         numbers = {k: v for k, v in info["best_metrics"].items() if isinstance(v, (int, float))}
         if numbers:

@@ -78,6 +78,7 @@ class Task:
     evaluator_path: Path | None = None  # OpenEvolve-style evaluator.py (runs sandboxed)
     language: str = "python"  # "cpp": the program is C++ text its (sandboxed) evaluator compiles
     family: str = "mathematics"  # the task kind, for listings (tasks/families/)
+    remeasure: int = 0  # noisy rewards (runtime): a candidate for a new best is timed this many more times beside the seed
     params: dict[str, Any] = field(default_factory=dict)  # n, tolerance, formula, ...
 
     @property

@@ -41,7 +41,7 @@ else:  # pragma: no cover
 MANIFEST_KEYS = {
     "name", "description", "direction", "entry", "time_limit", "memory_mb", "initial_program",
     "evaluator", "object_kind", "initial_score", "best_human", "best_ai", "shaping",
-    "cascade_thresholds", "params", "env", "env_pass", "scratch",
+    "cascade_thresholds", "params", "env", "env_pass", "scratch", "remeasure",
 }
 EVOLVE_START = "# EVOLVE-BLOCK-START"
 OE_MEMORY_MB = 4096  # OpenEvolve sets no memory limit; JAX/torch evaluators reserve GBs of address space
@@ -69,6 +69,7 @@ class TaskOverrides:
     artifacts_in_prompt: bool | None = None
     max_artifact_bytes: int | None = None
     scratch: bool | None = None  # False: the evaluator runs in its folder, read-only (saves a copy per evaluation)
+    remeasure: int | None = None  # noisy rewards: re-measure a candidate for a new best this many times, beside the seed
 
     @classmethod
     def parse(cls, data: dict[str, Any] | None) -> "TaskOverrides":
@@ -98,6 +99,8 @@ class TaskOverrides:
             changes["time_limit"] = _positive(self.time_limit, "time_limit", "task_options")
         if self.memory_mb is not None:
             changes["memory_mb"] = int(_positive(self.memory_mb, "memory_mb", "task_options"))
+        if self.remeasure is not None:
+            changes["remeasure"] = _remeasure(self.remeasure, "task_options")
         return dataclasses.replace(task, **changes)
 
 
@@ -186,8 +189,15 @@ def _load_evoforge(path: Path, manifest: Path) -> Task:
         evolve_blocks=EVOLVE_START in program,
         shaping=_shaping(m.get("shaping"), where),
         evaluator_path=evaluator,
+        remeasure=_remeasure(m.get("remeasure", 0), where),
         params=params,
     )
+
+
+def _remeasure(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 20:
+        raise TaskError(f"{where}: 'remeasure' must be a whole number 0..20 (re-measurements of a new best), got {value!r}")
+    return value
 
 
 def _load_openevolve(path: Path) -> Task:

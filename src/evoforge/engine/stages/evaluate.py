@@ -12,6 +12,7 @@ from evoforge.database.base import ChildOutcome, Program
 from evoforge.database.store import ChildRow
 from evoforge.engine.checks import Candidate, class_of, early_check
 from evoforge.engine.errors import EngineError
+from evoforge.engine.stages import remeasure
 from evoforge.engine.stages.base import Stage, StepState
 from evoforge.rewards import PENALTY, ChildClass
 from evoforge.sandbox.base import EvalRequest, SandboxResult, Status
@@ -64,9 +65,11 @@ class CheckStage(Stage):
 
 class EvaluateStage(Stage):
     """Survivors run in parallel in the sandbox and are verified in the host; owns the
-    evaluation count and the best program (both rebuilt from the store on resume)."""
+    evaluation count and the best program (both rebuilt from the store on resume). A task with
+    noisy rewards has its candidates for a new best re-measured (remeasure.py)."""
 
     name = "evaluate"
+    tables = remeasure.TABLES
 
     def bind(self, engine: Any) -> None:
         super().bind(engine)
@@ -75,14 +78,14 @@ class EvaluateStage(Stage):
 
     def load_state_dict(self, state: dict[str, Any] | None) -> None:
         store = self.engine.store
-        self.evaluated = store.count_evaluations()
+        self.evaluated = store.count_evaluations() + remeasure.count(store)
         last = store.last_step()
         self.best = store.program(last["best_id"]) if last and last.get("best_id") is not None else None
 
     def run(self, s: StepState) -> None:
         e = self.engine
         outcomes: dict[int, list[ChildOutcome | None]] = {i: [None] * len(rs) for i, rs in s.by_pick.items()}
-        s.improved = False
+        s.improved, before = False, self.best
         for i, rows in s.by_pick.items():
             for j, row in enumerate(rows):
                 if row.child_class is not None:
@@ -96,12 +99,15 @@ class EvaluateStage(Stage):
             if cls is ChildClass.EVALUATED:
                 program = self.program(row.id, cand.code or "", cand.canon_hash or "", ev,
                                        parent_id=row.parent_id, step=s.k, edit_feedback=cand.feedback)
+                if before is None or program.fitness > before.fitness:  # a candidate for the best: keep its object
+                    e.store.put_object(row.id, ev.object)
                 if self.best is None or program.fitness > self.best.fitness:
                     self.best, s.improved = program, True
-                    e.store.put_object(row.id, ev.object)
             reward = ev.score if program is not None else PENALTY[cls]
             outcomes[i][j] = ChildOutcome(cls.value, reward, program.fitness if program else None, program)
         s.outcomes = {i: [o for o in ocs if o is not None] for i, ocs in outcomes.items()}
+        if e.task.remeasure and not s.replay:  # replay: the stored scores are the settled ones
+            remeasure.settle_step(self, s, before)
 
     def replay(self, s: StepState) -> None:
         if s.candidates:
@@ -196,13 +202,15 @@ def evaluate_seed(stage: EvaluateStage) -> Program:
 
     e = stage.engine
     code = e.task.initial_program
+    stage.load_state_dict(None)  # a seed cut short by a kill may have left re-measurements (reused, counted)
     [child_id] = e.store.add_responses(0, [dict(pick=0, resp=0, response=None)])
     e.store.set_meta("seed_id", child_id)
     ev = score_result(e.task, e.executor.run_many([stage.request(code)])[0])
     h = canonical_hash(code)
     cls = class_of(ev.status)
-    if (cls is not ChildClass.EVALUATED and not e.cfg.strict_seed and e.task.evaluator_path is not None
-            and e.task.direction.value == "max"):
+    scored_zero = (cls is not ChildClass.EVALUATED and not e.cfg.strict_seed and e.task.evaluator_path is not None
+                   and e.task.direction.value == "max")
+    if scored_zero:
         ev = failed_seed(ev)  # issue 10: OpenEvolve scores a failing seed 0 and evolves from it
         cls = ChildClass.EVALUATED
         logging.getLogger("evoforge").warning("%s; scored 0.0 as OpenEvolve does (--strict-seed stops instead)",
@@ -212,6 +220,8 @@ def evaluate_seed(stage: EvaluateStage) -> Program:
         raise EngineError(f"the initial program of {e.task.name} is not a valid solution "
                           f"({ev.status.value}): {ev.reason or ev.stderr[-300:]}")
     seed = stage.program(child_id, code, h, ev, parent_id=None, step=0, edit_feedback="")
+    if e.task.remeasure and not scored_zero:
+        seed = remeasure.settle(stage, seed)
     stage.best = seed
     e.store.put_object(child_id, ev.object)
     return seed
