@@ -92,6 +92,9 @@ def test_train_run_killed_three_times_ends_with_the_uninterrupted_adapter(setup,
     task, config = setup
     cfg = config(8)
     reference = tmp_path / "reference"
+    # a cold first import of torch/transformers (fresh venv, empty page cache) would make the measured
+    # length too long and the kills too late: warm them first (the run killed once finished before its third kill)
+    subprocess.run([sys.executable, "-c", "import torch, transformers, peft"], check=True, timeout=300)
     t0 = time.monotonic()
     done = _run(["run", str(task), "--config", str(cfg), "--run-dir", str(reference), "--quiet"])
     whole = time.monotonic() - t0  # the kills are drawn inside a run's length, fast machine or slow
