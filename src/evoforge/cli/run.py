@@ -172,7 +172,8 @@ def show(
         for key in ("task", "best_score", "initial_score", "evaluated", "children", "steps", "batch"):
             table.add_row(key, terminal_safe(info.get(key)))
         if info.get("remeasured"):
-            table.add_row("remeasured", f"{info['remeasured']} of the evaluations re-measured a new best (noisy reward)")
+            table.add_row("remeasured", f"{info['remeasured']} of the evaluations timed candidates for a new best again, "
+                          "beside the initial program (noisy reward)")
         table.add_row("classes", ", ".join(f"{k} {v}" for k, v in sorted(info["classes"].items())))
         numbers = {k: v for k, v in info["best_metrics"].items() if isinstance(v, (int, float))}
         if numbers:
