@@ -102,7 +102,7 @@ def settle(stage: "EvaluateStage", prog: "Program", reference: "Program | None" 
         if mid is not None:
             score = reference.score * mid if ratio else reference.score + mid
         metrics.update(reference_id=reference.id, reference_score=reference.score, reference_now=theirs,
-                       paired=rel, ratio=ratio)
+                       paired=rel, paired_by="ratio" if ratio else "difference")
         note = (f"re-measured {r} times beside the reference (the initial program): "
                 f"{'x' if ratio else '+'}{mid if mid is not None else float('nan'):.4g} its score")
     else:
