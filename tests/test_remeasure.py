@@ -74,10 +74,6 @@ def _cfg(budget: int = 120):
                         picture_interval=1e9)
 
 
-def _median(xs):
-    return statistics.median(xs)
-
-
 def _settled_invariants(run_dir, r: int) -> dict:
     """What must hold in any run store of a remeasuring run, killed or not."""
     import sqlite3
@@ -97,9 +93,9 @@ def _settled_invariants(run_dir, r: int) -> dict:
         assert len(m[MARK]) == r + 1 and m[MARK][1:] == own[cid]  # the stored re-measurements, once each
         if beside[cid]:  # paired with the reference (the seed): the median ratio, in the seed's frame
             assert len(beside[cid]) == r and m["reference_now"] == beside[cid]
-            want = m["reference_score"] * _median([a / b for a, b in zip(own[cid], beside[cid])])
+            want = m["reference_score"] * statistics.median([a / b for a, b in zip(own[cid], beside[cid])])
         else:  # the seed
-            want = _median(m[MARK])
+            want = statistics.median(m[MARK])
         assert score == pytest.approx(want)
         settled[cid] = score
     assert set(own) == set(settled)  # no re-measurement without a settled program, and none redone

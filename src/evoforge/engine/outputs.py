@@ -80,7 +80,6 @@ def summary(store: RunStore, task: Task | None = None) -> dict[str, Any]:
     best = store.child_detail(best_id) if best_id is not None else None
     seed_id = store.get_meta("seed_id")
     seed = store.child_detail(seed_id) if seed_id is not None else None
-    remeasured = remeasure.count(store)
     return {
         "task": store.get_meta("task"),
         "direction": store.get_meta("direction"),
@@ -89,8 +88,8 @@ def summary(store: RunStore, task: Task | None = None) -> dict[str, Any]:
         "best_step": best["step"] if best else None,
         "initial_score": seed["score"] if seed else None,
         "target": task.target if task is not None else store.get_meta("target"),
-        "evaluated": store.count_evaluations() + remeasured,  # what the budget counts
-        "remeasured": remeasured,  # of those, re-measurements of candidates for a new best (noisy rewards)
+        "evaluated": remeasure.budget_spent(store),
+        "remeasured": remeasure.count(store),  # of those, re-measurements of candidates for a new best (noisy rewards)
         "children": store.count_children(),
         "steps": last["step"] if last else 0,
         "batch": _batch(store),

@@ -78,7 +78,7 @@ class EvaluateStage(Stage):
 
     def load_state_dict(self, state: dict[str, Any] | None) -> None:
         store = self.engine.store
-        self.evaluated = store.count_evaluations() + remeasure.count(store)
+        self.evaluated = remeasure.budget_spent(store)
         last = store.last_step()
         self.best = store.program(last["best_id"]) if last and last.get("best_id") is not None else None
 

@@ -49,11 +49,16 @@ MARK = "remeasured"  # the metrics key of a settled program: its r + 1 own measu
 
 
 def count(store: "RunStore") -> int:
-    """Re-measurements so far (they count in the budget)."""
+    """Re-measurements so far."""
     try:
         return int(store.db.execute("SELECT COUNT(*) FROM remeasures").fetchone()[0])
     except sqlite3.OperationalError:  # a read-only store of a run from before this table
         return 0
+
+
+def budget_spent(store: "RunStore") -> int:
+    """What the budget counts: the children's sandbox evaluations and the re-measurements."""
+    return store.count_evaluations() + count(store)
 
 
 def _measure(stage: "EvaluateStage", prog: "Program", plan: list["Program"]) -> list[float | None]:
@@ -98,7 +103,7 @@ def settle(stage: "EvaluateStage", prog: "Program", reference: "Program | None" 
         assert reference is not None
         ratio = all(v is None or v > 0 for v in mine + theirs) and reference.score > 0
         rel = [None if a is None or b is None else (a / b if ratio else a - b) for a, b in zip(mine, theirs)]
-        mid = _median(rel, lambda v: v if task.direction.value == "max" else -v)
+        mid = _median(rel, task.fitness)  # a ratio or difference ranks as a score does
         if mid is not None:
             score = reference.score * mid if ratio else reference.score + mid
         metrics.update(reference_id=reference.id, reference_score=reference.score, reference_now=theirs,
