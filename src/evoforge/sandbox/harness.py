@@ -14,10 +14,9 @@ import traceback
 import types
 from typing import Any, NoReturn
 
-from evoforge.sandbox.protocol import send_frame
+from evoforge.sandbox.protocol import ARTIFACTS_KEY, send_frame
 
 _HERE = __file__
-PROGRAM_FILE = "program.py"
 _MEMORY_HEADER = b'{"status": "memory", "error": "MemoryError: out of memory (address-space limit hit)"}'
 
 
@@ -117,7 +116,6 @@ def program_file(req: dict[str, Any]) -> str:
     return "program" + (suffix if ok else ".py")
 
 
-ARTIFACTS_KEY = "__artifacts__"  # where OpenEvolve's EvaluationResult.artifacts travel back in the value
 _ARTIFACT_CAP, _ARTIFACTS_CAP = 16 << 10, 64 << 10
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 HEADER = struct.Struct(">I")  # the length prefix of every frame
 MAX_FRAME = (1 << 31) - 1
+ARTIFACTS_KEY = "__artifacts__"  # where OpenEvolve's EvaluationResult.artifacts travel back in the value
 
 
 class ChannelClosed(Exception):

@@ -15,6 +15,7 @@ from typing import Any, Sequence
 
 from evoforge.database.sanitize import bound_metrics, number
 from evoforge.sandbox.base import EvalRequest, Executor, SandboxResult, Status
+from evoforge.sandbox.protocol import ARTIFACTS_KEY
 from evoforge.tasks.base import Task, Verdict
 
 
@@ -48,7 +49,6 @@ class Evaluation:
 
 
 ARTIFACTS = "artifacts"  # metrics key holding an evaluator's artifacts (OpenEvolve's EvaluationResult.artifacts)
-_ARTIFACTS_WIRE = "__artifacts__"  # sandbox.harness.ARTIFACTS_KEY
 _ARTIFACTS_BYTES = 32 << 10  # per child, in run.db (OpenEvolve: 20 KB per artifact in the prompt)
 _SCRATCH_MAX_BYTES, _SCRATCH_MAX_FILES = 64 << 20, 5000
 log = logging.getLogger(__name__)
@@ -139,7 +139,7 @@ def _from_evaluator_dict(value: Any, base: dict[str, Any], task_name: str = "", 
     value = dict(value)
     if isinstance(value.get("metrics"), dict) and set(value) <= {"metrics", "artifacts"}:
         value = {**value["metrics"], "artifacts": value.get("artifacts") or {}}  # EvaluationResult as a dict
-    artifacts = value.pop(_ARTIFACTS_WIRE, None)
+    artifacts = value.pop(ARTIFACTS_KEY, None)
     if ARTIFACTS in value and not isinstance(value[ARTIFACTS], (int, float)):
         given = value.pop(ARTIFACTS)  # an "artifacts" entry of the dict: its items are artifacts
         artifacts = {**(given if isinstance(given, dict) else {ARTIFACTS: given}), **(artifacts or {})}
